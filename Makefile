@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Entry points; each stage is one script in scripts/ (see README.md).
+
+SHELL := /bin/bash
+OUT_DIR ?= $(CURDIR)/out
+export OUT_DIR
+
+S := scripts
+RESULTS := $(OUT_DIR)/results
+STAGE := $(S)/stage.sh
+EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/eventpoll.kunitconfig ] || echo --expect-kunit)
+
+# The stages that prove the series: KUnit on UML, then the guest.
+define test_stages
+	$(STAGE) -k kunit-uml $(S)/run-kunit.sh
+	$(STAGE) kernel $(S)/build-kernel.sh
+	$(STAGE) selftests $(S)/build-selftests.sh
+	$(STAGE) initramfs $(S)/make-initramfs.sh
+	$(STAGE) -k qemu $(S)/run-qemu.sh
+endef
+
+define fresh_results
+	mkdir -p $(RESULTS)
+	rm -f $(RESULTS)/{stages.tsv,summary.*,console.log,kunit-uml.*}
+	$(STAGE) deps $(S)/install-deps.sh
+	$(STAGE) apply $(S)/apply-series.sh
+endef
+
+.PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
+	summary lint lint-series lint-docs export submit clean
+
+help:
+	@sed -n 's/^## //p' README.md
+
+## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
+run:
+	$(fresh_results)
+	$(test_stages)
+	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+
+## make check    what CI runs: series and lint checks first, then all of make run
+check:
+	$(fresh_results)
+	$(STAGE) check-series $(S)/check-series.sh
+	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
+	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
+	$(test_stages)
+	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
+	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+
+deps:
+	$(S)/install-deps.sh
+tree:
+	$(S)/apply-series.sh
+kunit:
+	$(S)/run-kunit.sh
+kernel:
+	$(S)/build-kernel.sh
+selftests:
+	$(S)/build-selftests.sh
+initramfs:
+	$(S)/make-initramfs.sh
+qemu:
+	$(S)/run-qemu.sh
+summary:
+	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+lint: lint-series lint-docs
+lint-series:
+	$(S)/check-series.sh
+	$(S)/lint-series.sh
+lint-docs:
+	$(S)/lint-docs.sh $(OUT_DIR)/linux
+
+## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
+export:
+	$(S)/export-series.sh
+
+## make submit   dry run of sending the series (SEND=1 to really send)
+submit:
+	$(S)/submit.sh $(if $(SEND),--send)
+
+clean:
+	rm -rf $(OUT_DIR)/build $(OUT_DIR)/results

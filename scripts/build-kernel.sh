@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Configure and build the x86_64 debug kernel that the QEMU guest boots.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly KBUILD="$BUILD_DIR/qemu"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h]
+
+Build bzImage and the uapi headers of the patched tree (\$OUT_DIR/linux)
+into $KBUILD, with ccache.
+
+The configuration is tinyconfig merged with, in order:
+  config/qemu-x86_64.config   what the guest and the epoll tests need
+  config/debug.config         KASAN, lockdep, KUnit, ...
+  tools/testing/selftests/filesystems/epoll/config   (if the tree has it)
+  fs/tests/eventpoll.kunitconfig                      (if the tree has it)
+Every option asked for must survive olddefconfig, else the build stops.
+An unchanged configuration is not rewritten, so rebuilds stay incremental.
+
+Environment:
+  OUT_DIR  output directory (now: $OUT_DIR)
+  JOBS     parallel make jobs (now: $JOBS)
+
+Exit status: 0 on success, 1 on error.
+EOF
+}
+
+fragments() {
+	local f
+
+	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config" "$REPO_DIR/config/debug.config"
+	for f in tools/testing/selftests/filesystems/epoll/config \
+		 fs/tests/eventpoll.kunitconfig; do
+		[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"
+	done
+}
+
+kmake() {
+	make -s -C "$WORKTREE" O="$KBUILD" ARCH=x86_64 CC="$KCC" "$@"
+}
+
+# Fail when olddefconfig dropped or changed an option a fragment asked for.
+verify_config() {
+	local config=$1 frag line opt want bad=0
+
+	while read -r frag; do
+		while read -r line; do
+			case "$line" in
+			CONFIG_*=*) opt=${line%%=*}; want=${line#*=} ;;
+			"# CONFIG_"*" is not set") opt=${line#\# }; opt=${opt%% *}; want=n ;;
+			*) continue ;;
+			esac
+			if [ "$want" = n ]; then
+				! grep -q "^$opt=" "$config" && continue
+			else
+				grep -qxF "$opt=$want" "$config" && continue
+			fi
+			printf '  %s=%s (from %s) is "%s"\n' "$opt" "$want" "${frag##*/}" \
+				"$(grep -E "^$opt=|^# $opt is not set" "$config" || echo unset)" >&2
+			bad=1
+		done < "$frag"
+	done < <(fragments)
+	[ "$bad" -eq 0 ] || die "options above did not survive olddefconfig: fix the fragments"
+}
+
+configure() {
+	local tmp="$KBUILD/.config.new"
+
+	mkdir -p "$KBUILD"
+	KCONFIG_CONFIG=.config.new kmake tinyconfig >/dev/null
+	mapfile -t frags < <(fragments)
+	(cd "$KBUILD" && KCONFIG_CONFIG=.config.new \
+		"$WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
+		"$tmp" "${frags[@]}" >/dev/null)
+	KCONFIG_CONFIG=.config.new kmake olddefconfig >/dev/null
+	verify_config "$tmp"
+	if cmp -s "$tmp" "$KBUILD/.config"; then
+		rm -f "$tmp"
+	else
+		mv "$tmp" "$KBUILD/.config"
+		log "configuration updated"
+	fi
+}
+
+main() {
+	case "${1:-}" in
+	-h|--help) usage; exit 0 ;;
+	"") ;;
+	*) usage >&2; exit 1 ;;
+	esac
+	need_worktree
+	command -v ccache >/dev/null || die "ccache missing: run scripts/install-deps.sh"
+	configure
+	kmake -j"$JOBS" bzImage
+	kmake headers_install >/dev/null
+	log "built $(kmake kernelrelease) in $KBUILD"
+}
+
+main "$@"

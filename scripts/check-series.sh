@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Check the patch queue: listing, mail headers, drift, and quilt == git am.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly SUBJECT_RE='^Subject: \[PATCH( [0-9]+/[0-9]+)?\] eventpoll: [A-Z][a-z]+ '
+readonly MAX_SUBJECT=75
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h]
+
+Check, after scripts/apply-series.sh has applied the series with 'git am':
+  1. every entry of 'series' is in patches/, and every patch is listed once;
+  2. each patch is a mail: From, Date, 'Subject: [PATCH n/m] eventpoll: Verb'
+     (at most $MAX_SUBJECT characters after the tag), a changelog,
+     Signed-off-by, '---' and a diffstat;
+  3. patches/, series, kunit/ and selftests/ are what scripts/export-series.sh
+     makes from the applied commits (nothing hand-edited, nothing stale);
+  4. 'quilt push -a --fuzz=0' gives the same files as 'git am'.
+
+Exit status: 0 when all checks pass, 1 otherwise.
+EOF
+}
+
+fail=0
+problem() { printf '%s: %s\n' "${0##*/}" "$*" >&2; fail=1; }
+
+check_listing() {
+	local p
+
+	while read -r p; do
+		problem "series lists $p twice"
+	done < <(series_patches | sort | uniq -d)
+	while read -r p; do
+		[ -f "$PATCHES_DIR/$p" ] || problem "series lists $p, which is not in patches/"
+	done < <(series_patches)
+	for p in "$PATCHES_DIR"/*.patch; do
+		[ -e "$p" ] || continue
+		series_patches | grep -qxF "${p##*/}" || problem "patches/${p##*/} is not in series"
+	done
+}
+
+check_headers() {
+	local p f subject
+
+	while read -r p; do
+		f="$PATCHES_DIR/$p"
+		[ -f "$f" ] || continue
+		grep -q '^From: .*<.*@.*>' "$f" || problem "$p: no From: header"
+		grep -q '^Date: ' "$f" || problem "$p: no Date: header"
+		subject=$(sed -n '/^Subject: /{N;s/\n / /;p;q}' "$f" | head -1)
+		grep -Eq "$SUBJECT_RE" <<<"$subject" ||
+			problem "$p: subject is not '[PATCH n/m] eventpoll: Verb ...': $subject"
+		subject=${subject#*] }
+		[ "${#subject}" -le "$MAX_SUBJECT" ] ||
+			problem "$p: subject longer than $MAX_SUBJECT characters"
+		awk '/^$/ {body=1; next} body && /^Signed-off-by:/ {exit} body && NF {n++}
+		     END {exit n < 3}' "$f" || problem "$p: changelog shorter than three lines"
+		grep -q '^Signed-off-by: .*<.*@.*>' "$f" || problem "$p: no Signed-off-by"
+		grep -qx -- '---' "$f" || problem "$p: no '---' separator"
+		grep -Eq '^ [0-9]+ files? changed' "$f" || problem "$p: no diffstat"
+	done < <(series_patches)
+}
+
+check_drift() {
+	local tmp=$1 d
+
+	"$REPO_DIR/scripts/export-series.sh" -o "$tmp/export" >/dev/null 2>&1 ||
+		{ problem "scripts/export-series.sh failed on the applied tree"; return; }
+	for d in patches series kunit selftests; do
+		[ -e "$REPO_DIR/$d" ] || mkdir -p "$REPO_DIR/$d"
+		diff -r -q "$tmp/export/$d" "$REPO_DIR/$d" >/dev/null 2>&1 && continue
+		problem "$d differs from what the applied commits export:"
+		diff -r -u "$REPO_DIR/$d" "$tmp/export/$d" | head -20 | sed 's/^/    /' >&2
+		problem "run scripts/export-series.sh (or fix the commits in $WORKTREE)"
+	done
+}
+
+# quilt on a copy of just the files the series touches, compared with git am.
+check_quilt() {
+	local tmp=$1 base f
+
+	base=$(base_commit)
+	mkdir -p "$tmp/quilt"
+	git -C "$WORKTREE" diff --name-only --diff-filter=DM "$base" HEAD |
+		xargs -r git -C "$WORKTREE" archive "$base" | tar -C "$tmp/quilt" -x
+	if ! (cd "$tmp/quilt" && QUILT_PATCHES="$PATCHES_DIR" QUILT_SERIES="$SERIES_FILE" \
+	      QUILT_PC=.pc quilt push -q -a --fuzz=0 >"$tmp/quilt.log" 2>&1); then
+		problem "quilt push -a --fuzz=0 failed:"
+		sed 's/^/    /' "$tmp/quilt.log" >&2
+		return
+	fi
+	while read -r f; do
+		if git -C "$WORKTREE" cat-file -e "HEAD:$f" 2>/dev/null; then
+			git -C "$WORKTREE" show "HEAD:$f" | cmp -s - "$tmp/quilt/$f" ||
+				problem "quilt and git am disagree on $f"
+		elif [ -e "$tmp/quilt/$f" ]; then
+			problem "quilt leaves $f, which git am deleted"
+		fi
+	done < <(git -C "$WORKTREE" diff --name-only "$base" HEAD)
+}
+
+main() {
+	local tmp
+
+	case "${1:-}" in
+	-h|--help) usage; exit 0 ;;
+	"") ;;
+	*) usage >&2; exit 1 ;;
+	esac
+	need_worktree
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	check_listing
+	check_headers
+	check_drift "$tmp"
+	check_quilt "$tmp"
+	[ "$fail" -eq 0 ] || die "the patch queue has the problems above"
+	log "$(series_patches | wc -l) patches: listed, well-formed, in sync, quilt == git am"
+}
+
+main "$@"

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared defaults and helpers, sourced by the scripts in this directory.
+# Every path can be overridden from the environment; see README.md.
+
+# shellcheck shell=bash
+
+readonly REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Kept across clones and runs: the unpacked base tree and the compiler cache.
+: "${EPOLL_CACHE_DIR:=${XDG_CACHE_HOME:-$HOME/.cache}/eventpoll-series}"
+# Everything this checkout generates: work tree, build dirs, results.
+: "${OUT_DIR:=$REPO_DIR/out}"
+# An existing kernel git tree to use instead of Debian's linux-source-6.12.
+: "${KERNEL_TREE:=}"
+# Debian package that provides the default base tree.
+: "${BASE_PACKAGE:=linux-source-6.12}"
+: "${JOBS:=$(nproc)}"
+
+# The same CC on every run, or kbuild rebuilds everything.
+readonly KCC="ccache gcc"
+
+export CCACHE_DIR="${CCACHE_DIR:-$EPOLL_CACHE_DIR/ccache}"
+# Clones live at different paths: make cache keys path-independent.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-/}"
+export CCACHE_NOHASHDIR=1
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+
+readonly WORKTREE="$OUT_DIR/linux"
+readonly BUILD_DIR="$OUT_DIR/build"
+readonly RESULTS_DIR="$OUT_DIR/results"
+readonly SERIES_FILE="$REPO_DIR/series"
+readonly PATCHES_DIR="$REPO_DIR/patches"
+# The branch in $WORKTREE that carries the series on top of the base.
+readonly SERIES_BRANCH="eventpoll-series"
+
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+# Patch file names from $SERIES_FILE, in order, comments and blanks dropped.
+series_patches() {
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$SERIES_FILE"
+}
+
+need_worktree() {
+	git -C "$WORKTREE" rev-parse --verify -q "$SERIES_BRANCH" >/dev/null ||
+		die "no patched tree in $WORKTREE: run scripts/apply-series.sh first"
+}
+
+# The commit the series applies to, recorded by apply-series.sh.
+base_commit() {
+	cat "$OUT_DIR/base-commit" 2>/dev/null ||
+		die "no base recorded: run scripts/apply-series.sh first"
+}
+
+# Run a command with a wall-clock limit; name the stage when it is hit.
+with_timeout() {
+	local secs=$1 stage=$2 rc=0
+	shift 2
+	timeout --kill-after=10 "$secs" "$@" || rc=$?
+	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || die "$stage: timed out after ${secs}s"
+	return "$rc"
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Lint the series patch by patch: checkpatch, bisectable build, sparse, coccinelle.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly BISECT_TREE="$OUT_DIR/bisect"
+readonly BISECT_BUILD="$BUILD_DIR/bisect"
+readonly LOG="$RESULTS_DIR/lint"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h] [checkpatch|build]...
+
+  checkpatch  scripts/checkpatch.pl --strict on every patch: no error,
+              warning or check (the only tolerated line is the MAINTAINERS
+              reminder for new files in patches before the MAINTAINERS patch)
+  build       for the base and then each prefix of the series, in a separate
+              worktree ($BISECT_TREE) with the guest's .config: build the
+              objects of every C file the series touches, with sparse (C=2);
+              fail on a build error or on a sparse warning the prefix adds.
+              Then run coccicheck on those files at the base and at the top,
+              and fail on a report the series adds. Line numbers are ignored
+              when comparing, so moved code does not count as new.
+Without arguments, both. Logs go to $LOG/.
+
+Exit status: 0 when clean, 1 otherwise.
+EOF
+}
+
+fail=0
+problem() { printf '%s: %s\n' "${0##*/}" "$*" >&2; fail=1; }
+
+checkpatch() {
+	local p out n=0
+
+	while read -r p; do
+		out=$("$WORKTREE/scripts/checkpatch.pl" --strict --no-tree -q --terse \
+		      "$PATCHES_DIR/$p" 2>&1 |
+		      grep -v 'added, moved or deleted file(s), does MAINTAINERS need updating' || true)
+		if [ -n "$out" ]; then
+			problem "checkpatch --strict on $p:"
+			sed 's/^/    /' <<<"$out" >&2
+		fi
+		n=$((n + 1))
+	done < <(series_patches)
+	[ "$fail" -eq 1 ] || log "checkpatch --strict: $n patches clean"
+}
+
+bmake() {
+	make -s -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@"
+}
+
+# file:line:col: warning: text  ->  file: warning: text
+normalize() { sed -E 's/^([^:]+):[0-9]+(:[0-9]+)?:/\1:/' | sort; }
+
+# Objects, in the guest's configuration, of the C files the series touches.
+touched_objects() {
+	local f
+
+	git -C "$WORKTREE" diff --name-only "$(base_commit)" HEAD -- '*.c' |
+	while read -r f; do
+		[ ! -f "$BUILD_DIR/qemu/${f%.c}.o" ] || printf '%s\n' "${f%.c}.o"
+	done
+}
+
+build_step() {
+	local rev=$1 name=$2 objs=$3
+
+	git -C "$BISECT_TREE" checkout -q -f "$rev"
+	# shellcheck disable=SC2086
+	if ! bmake C=2 $objs >"$LOG/build-$name.log" 2>&1; then
+		problem "$name: does not build (see $LOG/build-$name.log):"
+		grep -E 'error' "$LOG/build-$name.log" | head -5 | sed 's/^/    /' >&2
+		return 1
+	fi
+	grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$LOG/build-$name.log" |
+		normalize > "$LOG/sparse-$name.txt" || true
+}
+
+cocci() {
+	local name=$1 objs=$2
+
+	# shellcheck disable=SC2086
+	bmake C=2 CHECK="$BISECT_TREE/scripts/coccicheck" MODE=report $objs \
+		>"$LOG/cocci-$name.raw" 2>&1 || true
+	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: |^[^ ]+:[0-9]+:' "$LOG/cocci-$name.raw" |
+		normalize > "$LOG/cocci-$name.txt" || true
+}
+
+added() { comm -13 "$1" "$2"; }
+
+build() {
+	local base objs prev=base rev i=0 p new
+
+	base=$(base_commit)
+	objs=$(touched_objects | tr '\n' ' ')
+	[ -n "$objs" ] || { log "the series touches no C file built in this configuration"; return; }
+	if ! [ -e "$BISECT_TREE/.git" ]; then
+		git -C "$WORKTREE" worktree add -q --detach "$BISECT_TREE" "$base"
+	fi
+	mkdir -p "$BISECT_BUILD"
+	cmp -s "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config" ||
+		cp "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config"
+	log "objects: $objs"
+
+	build_step "$base" base "$objs" || return
+	cocci base "$objs"
+	while read -r rev; do
+		i=$((i + 1))
+		p=$(series_patches | sed -n "${i}p")
+		build_step "$rev" "$i" "$objs" || { problem "$p breaks the build"; continue; }
+		new=$(added "$LOG/sparse-$prev.txt" "$LOG/sparse-$i.txt")
+		[ -z "$new" ] || { problem "$p adds sparse warnings:"; sed 's/^/    /' <<<"$new" >&2; }
+		prev=$i
+	done < <(git -C "$WORKTREE" rev-list --reverse "$base..HEAD")
+	cocci top "$objs"
+	new=$(added "$LOG/cocci-base.txt" "$LOG/cocci-top.txt")
+	[ -z "$new" ] || { problem "the series adds coccinelle reports:"; sed 's/^/    /' <<<"$new" >&2; }
+	[ "$fail" -eq 1 ] || log "build, sparse, coccinelle: $i patches clean ($(wc -l < "$LOG/sparse-base.txt") sparse and $(wc -l < "$LOG/cocci-base.txt") coccinelle lines at base, none added)"
+}
+
+main() {
+	local what
+
+	case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+	need_worktree
+	mkdir -p "$LOG"
+	[ $# -gt 0 ] || set -- checkpatch build
+	for what in "$@"; do
+		case "$what" in
+		checkpatch) checkpatch ;;
+		build)
+			[ -f "$BUILD_DIR/qemu/.config" ] || die "no guest .config: run scripts/build-kernel.sh first"
+			build ;;
+		*) usage >&2; exit 1 ;;
+		esac
+	done
+	[ "$fail" -eq 0 ] || die "lint found the problems above"
+}
+
+main "$@"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Pack busybox, the guest /init and the built selftests into an initramfs.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly BUSYBOX=/bin/busybox
+readonly ROOT="$BUILD_DIR/initramfs"
+readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h]
+
+Make $IMAGE: a static busybox with its applets,
+scripts/guest/init as /init, and $BUILD_DIR/selftests/<abi>/ as
+/tests/<abi>/ (from scripts/build-selftests.sh).
+
+Exit status: 0 on success, 1 on error.
+EOF
+}
+
+main() {
+	case "${1:-}" in
+	-h|--help) usage; exit 0 ;;
+	"") ;;
+	*) usage >&2; exit 1 ;;
+	esac
+	[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+		die "$BUSYBOX is not a static busybox: run scripts/install-deps.sh (busybox-static)"
+	[ -d "$BUILD_DIR/selftests" ] || die "no selftests built: run scripts/build-selftests.sh"
+
+	rm -rf "$ROOT"
+	mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,tests}
+	cp "$BUSYBOX" "$ROOT/bin/busybox"
+	"$BUSYBOX" --list | while read -r applet; do
+		[ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
+	done
+	mkdir -p "$ROOT/sbin" "$ROOT/usr"
+	ln -s ../bin "$ROOT/usr/bin"
+	ln -s ../bin "$ROOT/usr/sbin"
+	ln -s ../bin/reboot "$ROOT/sbin/reboot"
+	install -m 0755 "$REPO_DIR/scripts/guest/init" "$ROOT/init"
+	cp -a "$BUILD_DIR/selftests/." "$ROOT/tests/"
+	(cd "$ROOT" && find . -print0 | sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -1 > "$IMAGE"
+	log "$IMAGE: $(du -h "$IMAGE" | cut -f1)"
+}
+
+main "$@"

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the built kernel with the test initramfs in QEMU; keep the console log.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly KERNEL="$BUILD_DIR/qemu/arch/x86/boot/bzImage"
+readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
+readonly CONSOLE="$RESULTS_DIR/console.log"
+# qboot, not SeaBIOS: without ACPI, SeaBIOS shows the guest a single CPU.
+readonly BIOS=/usr/share/qemu/qboot.rom
+# Two vCPUs: upstream's epoll59 needs a second CPU to finish in time.
+: "${QEMU_SMP:=2}"
+: "${QEMU_MEM:=2G}"
+# kvm, tcg, or auto: KVM only if a guest really boots with it.
+: "${QEMU_ACCEL:=auto}"
+# Whole-run limit, and the factor applied to per-test timeouts under TCG.
+: "${QEMU_TIMEOUT:=1500}"
+: "${TCG_TIMEOUT_SCALE:=4}"
+readonly KVM_PROBE_SECS=30
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h]
+
+Boot $KERNEL with $IMAGE
+under QEMU (x86_64, $QEMU_SMP CPUs, $QEMU_MEM); the guest runs the selftests
+and reboots. The console goes to $CONSOLE.
+
+Environment:
+  QEMU_ACCEL          kvm, tcg or auto (now: $QEMU_ACCEL); auto boots the
+                      guest once with KVM and falls back to TCG unless
+                      it reached /init within ${KVM_PROBE_SECS}s
+  QEMU_SMP, QEMU_MEM  guest size (now: $QEMU_SMP, $QEMU_MEM)
+  QEMU_TIMEOUT        hard limit for the whole run, seconds (now: $QEMU_TIMEOUT)
+  TCG_TIMEOUT_SCALE   factor on per-test timeouts under TCG (now: $TCG_TIMEOUT_SCALE)
+
+Exit status: 0 when the guest ran to its end, 1 otherwise (the verdict on
+the tests is scripts/summarize.sh's).
+EOF
+}
+
+qemu() {
+	local accel=$1 limit=$2 log=$3
+	shift 3
+
+	timeout --kill-after=5 "$limit" qemu-system-x86_64 \
+		-accel "$accel" -smp "$QEMU_SMP" -m "$QEMU_MEM" -bios "$BIOS" \
+		-kernel "$KERNEL" -initrd "$IMAGE" \
+		-append "console=ttyS0 panic=-1 $*" \
+		-display none -monitor none -serial "file:$log" \
+		-no-reboot </dev/null || true
+}
+
+pick_accel() {
+	local probe="$RESULTS_DIR/kvm-probe.log"
+
+	case "$QEMU_ACCEL" in
+	kvm) echo kvm; return ;;
+	tcg) echo tcg,thread=multi; return ;;
+	auto) ;;
+	*) die "QEMU_ACCEL must be kvm, tcg or auto, not '$QEMU_ACCEL'" ;;
+	esac
+	if [ -w /dev/kvm ]; then
+		# rdinit=/bin/true: the kernel reaches userspace, then panics and
+		# reboots at once; the panic line proves the guest ran.
+		qemu kvm "$KVM_PROBE_SECS" "$probe" rdinit=/bin/true
+		if grep -q 'Attempted to kill init' "$probe"; then
+			echo kvm
+			return
+		fi
+		log "KVM did not boot a guest (see $probe): using TCG"
+	fi
+	echo tcg,thread=multi
+}
+
+main() {
+	local accel scale=1 start
+
+	case "${1:-}" in
+	-h|--help) usage; exit 0 ;;
+	"") ;;
+	*) usage >&2; exit 1 ;;
+	esac
+	[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run scripts/build-kernel.sh"
+	[ -f "$IMAGE" ] || die "no initramfs at $IMAGE: run scripts/make-initramfs.sh"
+	[ -f "$BIOS" ] || die "no $BIOS: run scripts/install-deps.sh (qemu-system-data)"
+	mkdir -p "$RESULTS_DIR"
+
+	accel=$(pick_accel)
+	[ "${accel%%,*}" = kvm ] || scale=$TCG_TIMEOUT_SCALE
+	printf '%s\n' "${accel%%,*}" > "$RESULTS_DIR/accel"
+	log "booting with -accel $accel, -smp $QEMU_SMP"
+	start=$(date +%s)
+	qemu "$accel" "$QEMU_TIMEOUT" "$CONSOLE" "epoll.timeout_scale=$scale"
+	log "guest ran $(($(date +%s) - start))s"
+	grep -q '^epoll-guest: done' "$CONSOLE" ||
+		die "guest did not finish within ${QEMU_TIMEOUT}s: see $CONSOLE"
+}
+
+main "$@"

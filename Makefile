@@ -31,7 +31,7 @@ endef
 	summary lint lint-series lint-docs export submit clean
 
 help:
-	@sed -n 's/^## //p' README.md
+	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
 run:
@@ -49,6 +49,7 @@ check:
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 
+## make deps tree kunit kernel selftests initramfs qemu summary   one stage each
 deps:
 	$(S)/install-deps.sh
 tree:
@@ -65,6 +66,7 @@ qemu:
 	$(S)/run-qemu.sh
 summary:
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+## make lint     series checks, checkpatch, bisect build + sparse + coccinelle, docs
 lint: lint-series lint-docs
 lint-series:
 	$(S)/check-series.sh
@@ -80,5 +82,6 @@ export:
 submit:
 	$(S)/submit.sh $(if $(SEND),--send)
 
+## make clean    remove build dirs and results (the cache stays)
 clean:
 	rm -rf $(OUT_DIR)/build $(OUT_DIR)/results

@@ -10,11 +10,10 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Make \$OUT_DIR/linux a git worktree of the base tree (see
-scripts/get-base-tree.sh), reset its branch '$SERIES_BRANCH' to the base
-commit and apply every patch listed in 'series' with 'git am'.
-Only that branch in that worktree is written; with KERNEL_TREE, none of
-the tree's own branches is touched.
+Make \$OUT_DIR/linux a clone of the base tree (see scripts/get-base-tree.sh)
+that shares its objects, reset the clone's branch '$SERIES_BRANCH' to the
+base commit and apply every patch listed in 'series' with 'git am'.
+The base repository, and KERNEL_TREE if given, are only read.
 
 On a patch that does not apply, name the patch and the files and hunks
 that failed, and stop.
@@ -28,21 +27,21 @@ Exit status: 0 when every patch applied, 1 otherwise.
 EOF
 }
 
+# A clone sharing the base repository's objects: its branches are its own,
+# so neither the cache repository nor KERNEL_TREE is ever written.
 prepare_worktree() {
 	local repo=$1 base=$2
 
 	mkdir -p "$OUT_DIR"
-	if [ -e "$WORKTREE/.git" ] &&
-	   [ "$(git -C "$WORKTREE" rev-parse --git-common-dir 2>/dev/null)" = \
-	     "$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir)" ]; then
-		git -C "$WORKTREE" am --abort >/dev/null 2>&1 || true
-		git -C "$WORKTREE" checkout -q -f -B "$SERIES_BRANCH" "$base"
-		git -C "$WORKTREE" clean -q -f -d
-	else
+	if [ "$(cat "$WORKTREE/.git/objects/info/alternates" 2>/dev/null)" != \
+	     "$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir)/objects" ]; then
 		rm -rf "$WORKTREE"
-		git -C "$repo" worktree prune
-		git -C "$repo" worktree add -q -f -B "$SERIES_BRANCH" "$WORKTREE" "$base"
+		git clone -q --shared --no-checkout "$repo" "$WORKTREE"
+		git -C "$WORKTREE" config gc.auto 0
 	fi
+	git -C "$WORKTREE" am --abort >/dev/null 2>&1 || true
+	git -C "$WORKTREE" checkout -q -f -B "$SERIES_BRANCH" "$base"
+	git -C "$WORKTREE" clean -q -f -d
 	printf '%s\n' "$base" > "$OUT_DIR/base-commit"
 }
 
@@ -87,7 +86,7 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
-	[ -f "$SERIES_FILE" ] || die "no series file at $SERIES_FILE"
+	[ -r "$SERIES_FILE" ] || die "no series file at $SERIES_FILE"
 	base_info=$("$REPO_DIR/scripts/get-base-tree.sh")
 	repo=$(sed -n 1p <<<"$base_info")
 	base=$(sed -n 2p <<<"$base_info")

@@ -44,15 +44,21 @@ check_listing() {
 	done
 }
 
+# The mail header of a patch, folded lines joined.
+mail_header() {
+	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g'
+}
+
 check_headers() {
-	local p f subject
+	local p f hdr subject
 
 	while read -r p; do
 		f="$PATCHES_DIR/$p"
 		[ -f "$f" ] || continue
-		grep -q '^From: .*<.*@.*>' "$f" || problem "$p: no From: header"
-		grep -q '^Date: ' "$f" || problem "$p: no Date: header"
-		subject=$(sed -n '/^Subject: /{N;s/\n / /;p;q}' "$f" | head -1)
+		hdr=$(mail_header "$f")
+		grep -q '^From: .*<.*@.*>' <<<"$hdr" || problem "$p: no From: header"
+		grep -q '^Date: ' <<<"$hdr" || problem "$p: no Date: header"
+		subject=$(grep -m1 '^Subject: ' <<<"$hdr")
 		grep -Eq "$SUBJECT_RE" <<<"$subject" ||
 			problem "$p: subject is not '[PATCH n/m] eventpoll: Verb ...': $subject"
 		subject=${subject#*] }
@@ -105,8 +111,6 @@ check_quilt() {
 }
 
 main() {
-	local tmp
-
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	"") ;;

@@ -84,7 +84,7 @@ mirror() {
 }
 
 main() {
-	local dest=$REPO_DIR base tmp
+	local dest=$REPO_DIR base
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;

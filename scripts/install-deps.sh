@@ -14,9 +14,9 @@ readonly PACKAGES=(
 	ccache cpio kmod rsync python3				# kernel build, kunit.py
 	gcc-multilib libc6-dev-i386				# -m32 selftests
 	busybox-static qemu-system-x86 qemu-system-data		# guest
-	sparse coccinelle ocaml-nox				# lint
+	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
 	mandoc groff man-db python3-sphinx			# docs and man pages
-	git-email b4						# submit
+	git-email b4 libmailtools-perl bsdextrautils		# submit
 )
 
 usage() {

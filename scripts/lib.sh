@@ -28,10 +28,10 @@ export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 readonly WORKTREE="$OUT_DIR/linux"
 readonly BUILD_DIR="$OUT_DIR/build"
 readonly RESULTS_DIR="$OUT_DIR/results"
-readonly SERIES_FILE="$REPO_DIR/series"
+: "${SERIES_FILE:=$REPO_DIR/series}"
 readonly PATCHES_DIR="$REPO_DIR/patches"
 # The branch in $WORKTREE that carries the series on top of the base.
-readonly SERIES_BRANCH="eventpoll-series"
+: "${SERIES_BRANCH:=eventpoll-series}"
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }

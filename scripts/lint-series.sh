@@ -39,7 +39,8 @@ checkpatch() {
 	while read -r p; do
 		out=$("$WORKTREE/scripts/checkpatch.pl" --strict --no-tree -q --terse \
 		      "$PATCHES_DIR/$p" 2>&1 |
-		      grep -v 'added, moved or deleted file(s), does MAINTAINERS need updating' || true)
+		      grep -v -e 'added, moved or deleted file(s), does MAINTAINERS need updating' \
+			      -e '^total: ' || true)
 		if [ -n "$out" ]; then
 			problem "checkpatch --strict on $p:"
 			sed 's/^/    /' <<<"$out" >&2
@@ -50,11 +51,13 @@ checkpatch() {
 }
 
 bmake() {
-	make -s -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@"
+	make -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@"
 }
 
-# file:line:col: warning: text  ->  file: warning: text
-normalize() { sed -E 's/^([^:]+):[0-9]+(:[0-9]+)?:/\1:/' | sort; }
+# file:line:col[-col]: text ... line N  ->  file: text ... line #
+normalize() {
+	sed -E -e 's/^([^:]+):[0-9]+(:[0-9]+(-[0-9]+)?)?:/\1:/' -e 's/line [0-9]+/line #/g' | sort
+}
 
 # Objects, in the guest's configuration, of the C files the series touches.
 touched_objects() {
@@ -71,7 +74,7 @@ build_step() {
 
 	git -C "$BISECT_TREE" checkout -q -f "$rev"
 	# shellcheck disable=SC2086
-	if ! bmake C=2 $objs >"$LOG/build-$name.log" 2>&1; then
+	if ! bmake -s C=2 $objs >"$LOG/build-$name.log" 2>&1; then
 		problem "$name: does not build (see $LOG/build-$name.log):"
 		grep -E 'error' "$LOG/build-$name.log" | head -5 | sed 's/^/    /' >&2
 		return 1
@@ -83,10 +86,11 @@ build_step() {
 cocci() {
 	local name=$1 objs=$2
 
+	# Not -s: coccicheck prints nothing in a silent make.
 	# shellcheck disable=SC2086
 	bmake C=2 CHECK="$BISECT_TREE/scripts/coccicheck" MODE=report $objs \
 		>"$LOG/cocci-$name.raw" 2>&1 || true
-	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: |^[^ ]+:[0-9]+:' "$LOG/cocci-$name.raw" |
+	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: ' "$LOG/cocci-$name.raw" |
 		normalize > "$LOG/cocci-$name.txt" || true
 }
 
@@ -98,7 +102,9 @@ build() {
 	base=$(base_commit)
 	objs=$(touched_objects | tr '\n' ' ')
 	[ -n "$objs" ] || { log "the series touches no C file built in this configuration"; return; }
-	if ! [ -e "$BISECT_TREE/.git" ]; then
+	if ! git -C "$BISECT_TREE" rev-parse -q --verify "$base^{commit}" >/dev/null 2>&1; then
+		rm -rf "$BISECT_TREE"
+		git -C "$WORKTREE" worktree prune
 		git -C "$WORKTREE" worktree add -q --detach "$BISECT_TREE" "$base"
 	fi
 	mkdir -p "$BISECT_BUILD"

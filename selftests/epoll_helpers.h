@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the epoll selftests.
+ *
+ * - cap_get_effective(), cap_set_effective(), cap_is_effective():
+ *   raw capget()/capset() on the calling thread (no libcap), so that a
+ *   test can drop exactly one capability from its effective set and put
+ *   it back afterwards.
+ * - fdinfo_epoll_item(): the events mask and data of one item as shown in
+ *   /proc/self/fdinfo/<epfd>, i.e. the mask the kernel really stored.
+ * - wakeup_count_reader_*(), wakeup_count_read_bounded(): a read of
+ *   /sys/power/wakeup_count bounded in time. Such a read blocks while any
+ *   wakeup source is active, which is what holds up the suspend handshake
+ *   of a suspend daemon.
+ * - wakeup_source_find(): look up a wakeup source by name in
+ *   /sys/class/wakeup.
+ *
+ * All functions return 0 (or a count, or a flag as documented) on success
+ * and a negative errno on failure; none of them prints anything.
+ */
+
+#ifndef __EPOLL_HELPERS_H
+#define __EPOLL_HELPERS_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#ifndef EPOLLEXCLUSIVE
+#define EPOLLEXCLUSIVE (1U << 28)
+#endif
+
+#ifndef EPOLLWAKEUP
+#define EPOLLWAKEUP (1U << 29)
+#endif
+
+#ifndef CAP_WAKE_ALARM
+#define CAP_WAKE_ALARM 35
+#endif
+
+#ifndef CAP_BLOCK_SUSPEND
+#define CAP_BLOCK_SUSPEND 36
+#endif
+
+#ifndef __NR_close_range
+#define __NR_close_range 436
+#endif
+
+/* Bit of capability @cap in a 64-bit capability mask. */
+#define CAP_TO_MASK64(cap) (1ULL << (cap))
+
+#define WAKEUP_COUNT_PATH "/sys/power/wakeup_count"
+#define WAKEUP_CLASS_PATH "/sys/class/wakeup"
+
+/* Capabilities */
+
+static inline int __cap_data(struct __user_cap_data_struct data[2], bool set)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+		.pid = 0,
+	};
+	long ret;
+
+	if (set)
+		ret = syscall(__NR_capset, &hdr, data);
+	else
+		ret = syscall(__NR_capget, &hdr, data);
+	return ret ? -errno : 0;
+}
+
+/* Store the effective capability set of the calling thread in @effective. */
+static inline int cap_get_effective(uint64_t *effective)
+{
+	struct __user_cap_data_struct data[2];
+	int ret;
+
+	ret = __cap_data(data, false);
+	if (ret)
+		return ret;
+	*effective = (uint64_t)data[1].effective << 32 | data[0].effective;
+	return 0;
+}
+
+/*
+ * Make @effective the effective capability set of the calling thread; the
+ * permitted and inheritable sets are left as they are. A capability that
+ * is still permitted can be raised again later, so
+ *
+ *	cap_get_effective(&saved);
+ *	cap_set_effective(saved & ~CAP_TO_MASK64(CAP_BLOCK_SUSPEND));
+ *	...
+ *	cap_set_effective(saved);
+ *
+ * drops exactly one capability and restores the original state.
+ */
+static inline int cap_set_effective(uint64_t effective)
+{
+	struct __user_cap_data_struct data[2];
+	int ret;
+
+	ret = __cap_data(data, false);
+	if (ret)
+		return ret;
+	data[0].effective = (uint32_t)effective;
+	data[1].effective = (uint32_t)(effective >> 32);
+	return __cap_data(data, true);
+}
+
+/* 1 if @cap is in the effective set of the calling thread, 0 if not. */
+static inline int cap_is_effective(int cap)
+{
+	uint64_t effective;
+	int ret;
+
+	ret = cap_get_effective(&effective);
+	if (ret)
+		return ret;
+	return !!(effective & CAP_TO_MASK64(cap));
+}
+
+/* /proc/self/fdinfo of an epoll fd */
+
+/*
+ * Find the item of target fd @tfd in /proc/self/fdinfo/@epfd, whose lines
+ * read "tfd: <fd> events: <hex> data: <hex> ...", and store its events
+ * mask and data in @events and @data (either may be NULL).
+ * Return 0 if found, -ENOENT if @tfd is not registered in @epfd.
+ */
+static inline int fdinfo_epoll_item(int epfd, int tfd, uint32_t *events,
+				    uint64_t *data)
+{
+	char path[64], *line = NULL;
+	unsigned long long d;
+	size_t len = 0;
+	int fd, ret = -ENOENT;
+	unsigned int ev;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &len, f) > 0) {
+		if (sscanf(line, "tfd: %d events: %x data: %llx",
+			   &fd, &ev, &d) != 3 || fd != tfd)
+			continue;
+		if (events)
+			*events = ev;
+		if (data)
+			*data = d;
+		ret = 0;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* Bounded read of /sys/power/wakeup_count */
+
+/* True if the kernel has CONFIG_PM_SLEEP (the file exists and is readable). */
+static inline bool wakeup_count_supported(void)
+{
+	return access(WAKEUP_COUNT_PATH, R_OK) == 0;
+}
+
+/*
+ * A child process blocked in read() of /sys/power/wakeup_count. The child
+ * keeps no other file of its parent open, so it never pins an epoll file.
+ */
+struct wakeup_count_reader {
+	pid_t pid;		/* the child, 0 when none is running */
+	int pipefd;		/* read end of the pipe the child reports on */
+	unsigned long count;	/* the value read, once the read completed */
+};
+
+struct __wakeup_count_report {
+	int error;		/* errno of the failed open() or read(), or 0 */
+	unsigned long count;
+};
+
+static inline void __wakeup_count_child(int wfd)
+{
+	struct __wakeup_count_report rep = { 0 };
+	char buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	/* Keep only the pipe, as fd 3, and the standard streams. */
+	if (wfd != 3 && dup2(wfd, 3) != 3)
+		_exit(1);
+	if (syscall(__NR_close_range, 4U, ~0U, 0U))
+		for (fd = 4; fd < 1024; fd++)
+			close(fd);
+
+	fd = open(WAKEUP_COUNT_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rep.error = errno;
+	} else {
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n < 0)
+			rep.error = errno;
+		else
+			rep.count = strtoul(buf, NULL, 10);
+	}
+	if (write(3, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(1);
+	_exit(0);
+}
+
+/* Fork a child that reads /sys/power/wakeup_count and reports to @r. */
+static inline int wakeup_count_reader_start(struct wakeup_count_reader *r)
+{
+	int p[2];
+
+	r->pid = 0;
+	r->count = 0;
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	r->pid = fork();
+	if (r->pid < 0) {
+		r->pid = 0;
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (r->pid == 0)
+		__wakeup_count_child(p[1]);
+	close(p[1]);
+	r->pipefd = p[0];
+	return 0;
+}
+
+/* Kill and reap the child of @r if it is still running. */
+static inline void wakeup_count_reader_stop(struct wakeup_count_reader *r)
+{
+	if (!r->pid)
+		return;
+	kill(r->pid, SIGKILL);
+	waitpid(r->pid, NULL, 0);
+	close(r->pipefd);
+	r->pid = 0;
+}
+
+static inline int64_t __monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Wait up to @timeout_ms for the read of @r to complete.
+ * Return 1 if it completed (the value is in r->count and the child is
+ * reaped), 0 if it is still blocked after @timeout_ms (the child keeps
+ * waiting: call again, or wakeup_count_reader_stop()), or a negative
+ * errno if the read itself failed.
+ */
+static inline int wakeup_count_reader_wait(struct wakeup_count_reader *r,
+					   int timeout_ms)
+{
+	int64_t deadline = __monotonic_ms() + timeout_ms;
+	struct pollfd pfd = { .fd = r->pipefd, .events = POLLIN };
+	struct __wakeup_count_report rep;
+	int64_t left;
+	ssize_t n;
+	int ret;
+
+	if (!r->pid)
+		return -ECHILD;
+	for (;;) {
+		left = deadline - __monotonic_ms();
+		ret = poll(&pfd, 1, left > 0 ? (int)left : 0);
+		if (ret > 0)
+			break;
+		if (ret == 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+	n = read(r->pipefd, &rep, sizeof(rep));
+	if (n != sizeof(rep))
+		rep.error = EIO;	/* the child died before reporting */
+	waitpid(r->pid, NULL, 0);
+	close(r->pipefd);
+	r->pid = 0;
+	if (rep.error)
+		return -rep.error;
+	r->count = rep.count;
+	return 1;
+}
+
+/*
+ * Read /sys/power/wakeup_count, giving up after @timeout_ms.
+ * Return 1 if the read completed, 0 if it was still blocked (because a
+ * wakeup source is active), or a negative errno.
+ */
+static inline int wakeup_count_read_bounded(int timeout_ms)
+{
+	struct wakeup_count_reader r;
+	int ret;
+
+	ret = wakeup_count_reader_start(&r);
+	if (ret)
+		return ret;
+	ret = wakeup_count_reader_wait(&r, timeout_ms);
+	wakeup_count_reader_stop(&r);
+	return ret;
+}
+
+/* Wakeup sources in /sys/class/wakeup */
+
+struct wakeup_source_stats {
+	unsigned long active_count;	/* times it went from inactive to active */
+	unsigned long event_count;	/* events signalled (__pm_stay_awake()) */
+	unsigned long active_time_ms;	/* 0 while inactive, else time active */
+};
+
+/* True if the kernel lists its wakeup sources (CONFIG_PM_SLEEP). */
+static inline bool wakeup_sources_supported(void)
+{
+	return access(WAKEUP_CLASS_PATH, R_OK | X_OK) == 0;
+}
+
+static inline int __wakeup_attr(const char *dev, const char *attr, char *buf,
+				size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), WAKEUP_CLASS_PATH "/%s/%s", dev, attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static inline int __wakeup_attr_ul(const char *dev, const char *attr,
+				   unsigned long *val)
+{
+	char buf[32];
+	int ret;
+
+	ret = __wakeup_attr(dev, attr, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	*val = strtoul(buf, NULL, 10);
+	return 0;
+}
+
+/*
+ * Count the wakeup sources named @name (a wakeup source that epoll creates
+ * for an item is named after the target file's dentry). If @stats is not
+ * NULL, fill it from the last one found: pass a unique name for that.
+ * Return the number of sources found (0 if none), or a negative errno.
+ */
+static inline int wakeup_source_find(const char *name,
+				     struct wakeup_source_stats *stats)
+{
+	char buf[NAME_MAX + 2];
+	struct dirent *de;
+	int found = 0;
+	DIR *dir;
+
+	dir = opendir(WAKEUP_CLASS_PATH);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		/* A source unregistered meanwhile is simply not counted. */
+		if (__wakeup_attr(de->d_name, "name", buf, sizeof(buf)) ||
+		    strcmp(buf, name))
+			continue;
+		if (stats &&
+		    (__wakeup_attr_ul(de->d_name, "active_count",
+				      &stats->active_count) ||
+		     __wakeup_attr_ul(de->d_name, "event_count",
+				      &stats->event_count) ||
+		     __wakeup_attr_ul(de->d_name, "active_time_ms",
+				      &stats->active_time_ms)))
+			continue;
+		found++;
+	}
+	closedir(dir);
+	return found;
+}
+
+#endif /* __EPOLL_HELPERS_H */

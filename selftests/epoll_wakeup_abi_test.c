@@ -1,0 +1,1413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The user-space ABI of EPOLLWAKEUP and of epoll_ctl()'s errors.
+ *
+ * An item added or modified with EPOLLWAKEUP gets a wakeup source that is
+ * active while the item has an event queued, so a suspend daemon's read of
+ * /sys/power/wakeup_count blocks until the event has been consumed. As
+ * this affects the whole system, EPOLLWAKEUP needs CAP_BLOCK_SUSPEND in
+ * the initial user namespace. A caller without it gets no error: the flag
+ * is silently cleared, because programs that set unused bits of the event
+ * mask must keep working. The same holds on a kernel without
+ * CONFIG_PM_SLEEP, which clears the flag for everyone.
+ *
+ * What is pinned here:
+ * - the mask stored for ADD and MOD, as /proc/self/fdinfo shows it, with
+ *   and without CAP_BLOCK_SUSPEND and in a new user namespace;
+ * - bits that uapi does not define are accepted and ignored, and the
+ *   EPOLLEXCLUSIVE combinations keep their errors;
+ * - EPOLL_CTL_DEL never reads its event argument;
+ * - which error wins when several arguments of epoll_ctl() are bad;
+ * - the wakeup source is real: named after the target's dentry, active
+ *   while an event is queued, released on delivery (edge-triggered and
+ *   one-shot) or at the next epoll_wait() (level-triggered), and on DEL,
+ *   MOD and close;
+ * - struct epoll_event has the same layout for 64-bit and 32-bit callers.
+ */
+
+#include <stddef.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../../kselftest_harness.h"
+#include "epoll_helpers.h"
+
+#ifndef EPOLLNVAL
+#define EPOLLNVAL 0x00000020
+#endif
+
+/* Every event bit that include/uapi/linux/eventpoll.h defines. */
+#define EPOLL_URING_WAKE_BIT (1U << 27)
+#define UAPI_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLERR |	\
+			 EPOLLHUP | EPOLLNVAL | EPOLLRDNORM | EPOLLRDBAND | \
+			 EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP | \
+			 EPOLL_URING_WAKE_BIT | EPOLLEXCLUSIVE |	\
+			 EPOLLWAKEUP | EPOLLONESHOT | EPOLLET)
+#define UNDEFINED_EVENT_BITS (~(uint32_t)UAPI_EVENT_BITS)
+
+/* epoll_ctl() always adds these to the mask it stores for ADD and MOD. */
+#define ALWAYS_POLLED (EPOLLERR | EPOLLHUP)
+
+/* Masks with many unrelated bits, to see that only EPOLLWAKEUP changes. */
+#define ADD_MASK (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP | EPOLLRDNORM | \
+		  EPOLLWRNORM | EPOLLET)
+#define MOD_MASK (EPOLLIN | EPOLLRDBAND | EPOLLWRBAND | EPOLLONESHOT)
+
+/* How long a read of wakeup_count must stay blocked to count as held up. */
+#define HELD_UP_MS 1000
+/* How long a read of wakeup_count may take to complete (TCG is slow). */
+#define COMPLETES_MS 10000
+/* Sleep before reading active_time_ms, which counts whole milliseconds. */
+#define ACTIVE_TIME_SETTLE_US 20000
+
+static int ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+
+	return epoll_ctl(epfd, op, fd, &ev);
+}
+
+/* The mask stored for @tfd in @epfd, or 0 with a failure if there is none. */
+static uint32_t stored_events(struct __test_metadata *_metadata, int epfd,
+			      int tfd)
+{
+	uint32_t events = 0;
+
+	EXPECT_EQ(0, fdinfo_epoll_item(epfd, tfd, &events, NULL))
+		TH_LOG("fd %d is not in the fdinfo of epoll fd %d", tfd, epfd);
+	return events;
+}
+
+static void eventfd_signal_once(struct __test_metadata *_metadata, int efd)
+{
+	uint64_t one = 1;
+
+	ASSERT_EQ(sizeof(one), write(efd, &one, sizeof(one)));
+}
+
+/*
+ * Enter a new user namespace as its root: all capabilities there, none in
+ * the initial user namespace, which is where capable() looks. Returns
+ * false with the reason in @why if user namespaces are not available.
+ */
+static bool become_userns_root(struct __test_metadata *_metadata,
+			       const char **why)
+{
+	char map[64];
+	uid_t uid = geteuid();
+	int fd, len;
+
+	if (unshare(CLONE_NEWUSER)) {
+		switch (errno) {
+		case EINVAL:
+			*why = "no user namespaces (CONFIG_USER_NS=n)";
+			return false;
+		case EPERM:
+		case ENOSPC:
+		case EUSERS:
+			*why = "creating user namespaces is not allowed here";
+			return false;
+		}
+		ASSERT_EQ(0, -errno);
+	}
+	len = snprintf(map, sizeof(map), "0 %u 1\n", uid);
+	fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(len, write(fd, map, len));
+	close(fd);
+	ASSERT_EQ(0, getuid());
+	ASSERT_EQ(1, cap_is_effective(CAP_BLOCK_SUSPEND));
+	return true;
+}
+
+/*
+ * An epoll fd watching nothing yet, an eventfd to watch, and the original
+ * capabilities, restored by the teardown whatever a test dropped.
+ */
+FIXTURE(epollwakeup) {
+	int epfd;		/* epoll fd under test */
+	int efd;		/* eventfd to register */
+	uint64_t saved_caps;	/* effective capabilities at setup */
+	bool pm_sleep;		/* kernel has CONFIG_PM_SLEEP */
+};
+
+FIXTURE_SETUP(epollwakeup)
+{
+	ASSERT_EQ(0, cap_get_effective(&self->saved_caps));
+	self->pm_sleep = wakeup_count_supported();
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+}
+
+FIXTURE_TEARDOWN(epollwakeup)
+{
+	EXPECT_EQ(0, cap_set_effective(self->saved_caps));
+	close(self->efd);
+	close(self->epfd);
+}
+
+/*
+ * With CAP_BLOCK_SUSPEND, ADD and MOD store EPOLLWAKEUP with the rest of
+ * the mask (without CONFIG_PM_SLEEP it is cleared for everyone), and MOD
+ * without it takes it away again.
+ */
+TEST_F(epollwakeup, kept_by_add_and_mod_with_cap_block_suspend)
+{
+	uint32_t kept = self->pm_sleep ? EPOLLWAKEUP : 0;
+
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	if (!self->pm_sleep)
+		TH_LOG("no CONFIG_PM_SLEEP: EPOLLWAKEUP must be cleared");
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 ADD_MASK | EPOLLWAKEUP, 1));
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd));
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 MOD_MASK | EPOLLWAKEUP, 2));
+	EXPECT_EQ(MOD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd));
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd, MOD_MASK, 3));
+	EXPECT_EQ(MOD_MASK | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, self->efd));
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 ADD_MASK | EPOLLWAKEUP, 4));
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd));
+}
+
+/*
+ * The root of a new user namespace has every capability in that namespace
+ * but none in the initial one: EPOLLWAKEUP is cleared, nothing else.
+ */
+TEST_F(epollwakeup, cleared_for_root_of_new_user_namespace)
+{
+	const char *why;
+
+	if (!become_userns_root(_metadata, &why))
+		SKIP(return, "%s", why);
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 ADD_MASK | EPOLLWAKEUP, 1));
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, self->efd));
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 MOD_MASK | EPOLLWAKEUP, 2));
+	EXPECT_EQ(MOD_MASK | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, self->efd));
+}
+
+/*
+ * Bits that uapi does not define have always been accepted: they are
+ * stored as given and never reported by epoll_wait().
+ */
+TEST_F(epollwakeup, undefined_bits_are_accepted_and_ignored)
+{
+	struct epoll_event ev[2];
+	int efd2;
+
+	efd2 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd2);
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 EPOLLIN | UNDEFINED_EVENT_BITS, 1));
+	EXPECT_EQ(EPOLLIN | UNDEFINED_EVENT_BITS | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, self->efd));
+	/* Only undefined bits: the item never reports anything. */
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, efd2,
+			 UNDEFINED_EVENT_BITS, 2));
+	EXPECT_EQ(UNDEFINED_EVENT_BITS | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, efd2));
+
+	eventfd_signal_once(_metadata, self->efd);
+	eventfd_signal_once(_metadata, efd2);
+	ASSERT_EQ(1, epoll_wait(self->epfd, ev, 2, 0));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(1, ev[0].data.u64);
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 EPOLLOUT | UNDEFINED_EVENT_BITS, 3));
+	EXPECT_EQ(EPOLLOUT | UNDEFINED_EVENT_BITS | ALWAYS_POLLED,
+		  stored_events(_metadata, self->epfd, self->efd));
+	ASSERT_EQ(1, epoll_wait(self->epfd, ev, 2, 0));
+	EXPECT_EQ(EPOLLOUT, ev[0].events);
+	EXPECT_EQ(3, ev[0].data.u64);
+
+	close(efd2);
+}
+
+/*
+ * Dropping exactly one capability from the effective set: without
+ * CAP_BLOCK_SUSPEND, ADD and MOD succeed with EPOLLWAKEUP cleared and the
+ * rest of the mask unchanged; without the neighbouring CAP_WAKE_ALARM
+ * nothing changes. An item keeps the flag it got with the capability until
+ * a MOD without it.
+ */
+FIXTURE(cap_dropped) {
+	int epfd;		/* epoll fd under test */
+	int efd;		/* eventfd added after the drop */
+	int efd_early;		/* eventfd added before the drop */
+	uint64_t saved_caps;	/* effective capabilities at setup */
+};
+
+FIXTURE_VARIANT(cap_dropped) {
+	int cap;		/* capability dropped from the effective set */
+	bool clears;		/* whether EPOLLWAKEUP is then cleared */
+};
+
+FIXTURE_VARIANT_ADD(cap_dropped, cap_block_suspend) {
+	.cap = CAP_BLOCK_SUSPEND,
+	.clears = true,
+};
+
+FIXTURE_VARIANT_ADD(cap_dropped, cap_wake_alarm) {
+	.cap = CAP_WAKE_ALARM,
+	.clears = false,
+};
+
+FIXTURE_SETUP(cap_dropped)
+{
+	ASSERT_EQ(0, cap_get_effective(&self->saved_caps));
+	if (!(self->saved_caps & CAP_TO_MASK64(variant->cap)) ||
+	    !(self->saved_caps & CAP_TO_MASK64(CAP_BLOCK_SUSPEND)))
+		SKIP(return, "needs CAP_BLOCK_SUSPEND and capability %d (run as root)",
+		     variant->cap);
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+	self->efd_early = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd_early);
+}
+
+FIXTURE_TEARDOWN(cap_dropped)
+{
+	EXPECT_EQ(0, cap_set_effective(self->saved_caps));
+	close(self->efd_early);
+	close(self->efd);
+	close(self->epfd);
+}
+
+TEST_F(cap_dropped, add_and_mod_clear_only_epollwakeup)
+{
+	const uint32_t with_cap = wakeup_count_supported() ? EPOLLWAKEUP : 0;
+	const uint32_t kept = variant->clears ? 0 : with_cap;
+	const uint64_t dropped = self->saved_caps & ~CAP_TO_MASK64(variant->cap);
+	uint64_t caps;
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd_early,
+			 ADD_MASK | EPOLLWAKEUP, 1));
+
+	ASSERT_EQ(0, cap_set_effective(dropped));
+	ASSERT_EQ(0, cap_get_effective(&caps));
+	ASSERT_EQ(dropped, caps);
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 ADD_MASK | EPOLLWAKEUP, 2));
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd));
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 MOD_MASK | EPOLLWAKEUP, 3));
+	EXPECT_EQ(MOD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd));
+
+	/* The flag is checked at ADD and MOD time only. */
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | with_cap,
+		  stored_events(_metadata, self->epfd, self->efd_early));
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd_early,
+			 ADD_MASK | EPOLLWAKEUP, 4));
+	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, self->epfd, self->efd_early));
+
+	/* Exactly the dropped capability comes back. */
+	ASSERT_EQ(0, cap_set_effective(self->saved_caps));
+	ASSERT_EQ(0, cap_get_effective(&caps));
+	ASSERT_EQ(self->saved_caps, caps);
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 MOD_MASK | EPOLLWAKEUP, 5));
+	EXPECT_EQ(MOD_MASK | ALWAYS_POLLED | with_cap,
+		  stored_events(_metadata, self->epfd, self->efd));
+}
+
+/*
+ * EPOLLEXCLUSIVE is only for ADD, only with EPOLLIN, EPOLLOUT, EPOLLERR,
+ * EPOLLHUP, EPOLLWAKEUP and EPOLLET (an undefined bit is refused here,
+ * unlike anywhere else), and not on an epoll fd target. Its checks come
+ * before the lookup of the item, so they beat ENOENT and EEXIST, and an
+ * item added with it cannot be modified. A failed call changes nothing.
+ */
+FIXTURE(exclusive) {
+	int epfd;		/* epoll fd under test */
+	int target;		/* eventfd or epoll fd the call is about */
+};
+
+FIXTURE_VARIANT(exclusive) {
+	int op;			/* EPOLL_CTL_ADD or EPOLL_CTL_MOD */
+	uint32_t events;	/* mask passed by the call under test */
+	bool target_is_epoll;	/* target is an epoll fd, not an eventfd */
+	uint32_t registered;	/* mask target was added with, 0: not added */
+	int error;		/* expected errno, 0 for success */
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_in) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_all_allowed_bits) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP |
+		  EPOLLWAKEUP | EPOLLET,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_with_oneshot) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN | EPOLLONESHOT,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_with_rdhup) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN | EPOLLRDHUP,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_with_pri) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLPRI,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_with_rdnorm) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLRDNORM,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_with_undefined_bit) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN | (1U << 20),
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_epoll_target) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN,
+	.target_is_epoll = true,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_disallowed_bit_beats_eexist) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN | EPOLLONESHOT,
+	.registered = EPOLLIN,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, add_allowed_bits_registered) {
+	.op = EPOLL_CTL_ADD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN,
+	.registered = EPOLLIN,
+	.error = EEXIST,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, mod_with_exclusive) {
+	.op = EPOLL_CTL_MOD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN,
+	.registered = EPOLLIN,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, mod_with_exclusive_beats_enoent) {
+	.op = EPOLL_CTL_MOD,
+	.events = EPOLLEXCLUSIVE | EPOLLIN,
+	.error = EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(exclusive, mod_of_exclusive_item) {
+	.op = EPOLL_CTL_MOD,
+	.events = EPOLLIN | EPOLLOUT,
+	.registered = EPOLLEXCLUSIVE | EPOLLIN,
+	.error = EINVAL,
+};
+
+FIXTURE_SETUP(exclusive)
+{
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	if (variant->target_is_epoll)
+		self->target = epoll_create1(EPOLL_CLOEXEC);
+	else
+		self->target = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->target);
+	if (variant->registered)
+		ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->target,
+				 variant->registered, 1));
+}
+
+FIXTURE_TEARDOWN(exclusive)
+{
+	close(self->target);
+	close(self->epfd);
+}
+
+TEST_F(exclusive, errors_and_stored_mask)
+{
+	bool wakeup_kept = wakeup_count_supported() &&
+			   cap_is_effective(CAP_BLOCK_SUSPEND) == 1;
+	uint32_t want_stored, stored;
+	int ret;
+
+	if (variant->error)
+		want_stored = variant->registered | ALWAYS_POLLED;
+	else if (wakeup_kept)
+		want_stored = variant->events | ALWAYS_POLLED;
+	else
+		want_stored = (variant->events & ~EPOLLWAKEUP) | ALWAYS_POLLED;
+
+	ret = ctl(self->epfd, variant->op, self->target, variant->events, 2);
+	if (variant->error) {
+		ASSERT_EQ(-1, ret);
+		ASSERT_EQ(variant->error, errno);
+	} else {
+		ASSERT_EQ(0, ret);
+	}
+
+	ret = fdinfo_epoll_item(self->epfd, self->target, &stored, NULL);
+	if (!variant->registered && variant->error) {
+		EXPECT_EQ(-ENOENT, ret);
+	} else {
+		ASSERT_EQ(0, ret);
+		EXPECT_EQ(want_stored, stored);
+	}
+}
+
+/*
+ * EPOLL_CTL_DEL ignores its event argument: before Linux 2.6.9 it had to
+ * be a valid pointer, since then it may be NULL, and programs may pass
+ * anything. The same pointers make ADD fail with EFAULT.
+ */
+FIXTURE(del_event) {
+	int epfd;		/* epoll fd under test */
+	int efd;		/* eventfd that is added and deleted */
+	void *page;		/* PROT_NONE mapping, or MAP_FAILED */
+	struct epoll_event *event; /* the pointer passed to DEL */
+};
+
+FIXTURE_VARIANT(del_event) {
+	int kind;		/* one of the DEL_EVENT_* below */
+};
+
+enum {
+	DEL_EVENT_NULL,		/* NULL, as documented since 2.6.9 */
+	DEL_EVENT_ADDRESS_ONE,	/* (void *)1 */
+	DEL_EVENT_UNMAPPED,	/* a page that was unmapped */
+	DEL_EVENT_PROT_NONE,	/* a mapped page without access rights */
+};
+
+FIXTURE_VARIANT_ADD(del_event, null) {
+	.kind = DEL_EVENT_NULL,
+};
+
+FIXTURE_VARIANT_ADD(del_event, address_one) {
+	.kind = DEL_EVENT_ADDRESS_ONE,
+};
+
+FIXTURE_VARIANT_ADD(del_event, unmapped_page) {
+	.kind = DEL_EVENT_UNMAPPED,
+};
+
+FIXTURE_VARIANT_ADD(del_event, prot_none_page) {
+	.kind = DEL_EVENT_PROT_NONE,
+};
+
+FIXTURE_SETUP(del_event)
+{
+	size_t size = getpagesize();
+
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+	self->page = mmap(NULL, size, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(self->page != MAP_FAILED);
+
+	switch (variant->kind) {
+	case DEL_EVENT_NULL:
+		self->event = NULL;
+		break;
+	case DEL_EVENT_ADDRESS_ONE:
+		self->event = (struct epoll_event *)1;
+		break;
+	case DEL_EVENT_UNMAPPED:
+		ASSERT_EQ(0, munmap(self->page, size));
+		self->event = self->page;
+		self->page = MAP_FAILED;
+		break;
+	case DEL_EVENT_PROT_NONE:
+		self->event = self->page;
+		break;
+	}
+}
+
+FIXTURE_TEARDOWN(del_event)
+{
+	if (self->page != MAP_FAILED)
+		munmap(self->page, getpagesize());
+	close(self->efd);
+	close(self->epfd);
+}
+
+TEST_F(del_event, del_ignores_event_argument)
+{
+	ASSERT_EQ(-1, epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+				self->event));
+	ASSERT_EQ(EFAULT, errno);
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd, EPOLLIN, 1));
+	ASSERT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_DEL, self->efd,
+			       self->event));
+	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(self->epfd, self->efd,
+					     NULL, NULL));
+
+	/* Not registered any more: ENOENT, still not EFAULT. */
+	ASSERT_EQ(-1, epoll_ctl(self->epfd, EPOLL_CTL_DEL, self->efd,
+				self->event));
+	ASSERT_EQ(ENOENT, errno);
+}
+
+/*
+ * The order in which epoll_ctl() checks its arguments. Found on Linux
+ * 6.12 and pinned: a program that gets one error must not get another
+ * one on a later kernel.
+ *  1. EFAULT  the event cannot be read (every op but DEL reads it first,
+ *             unknown ops included)
+ *  2. EBADF   epfd is not open
+ *  3. EBADF   fd is not open
+ *  4. EPERM   fd does not support poll
+ *  5. EINVAL  epfd is not an epoll fd, or fd == epfd
+ *  6. EINVAL  EPOLLEXCLUSIVE misused (see the exclusive tests)
+ *  7. ELOOP   ADD of an epoll fd would close a loop
+ *  8. ENOENT, EEXIST for the lookup, EINVAL for an unknown op
+ */
+FIXTURE(ctl_errors) {
+	int epfd;		/* epoll fd under test */
+	int epfd2;		/* a second epoll fd, for nesting */
+	int efd;		/* pollable target: eventfd */
+	int efd2;		/* another eventfd, used as a non-epoll epfd */
+	int regfd;		/* target without poll support: memfd */
+	void *bad;		/* address of an unmapped page */
+	struct epoll_event ev;	/* a valid event */
+};
+
+FIXTURE_SETUP(ctl_errors)
+{
+	size_t size = getpagesize();
+
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->epfd2 = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd2);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+	self->efd2 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd2);
+	self->regfd = memfd_create("epoll_wakeup_abi", MFD_CLOEXEC);
+	ASSERT_LE(0, self->regfd);
+	self->bad = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	ASSERT_TRUE(self->bad != MAP_FAILED);
+	ASSERT_EQ(0, munmap(self->bad, size));
+	self->ev.events = EPOLLIN;
+	self->ev.data.u64 = 1;
+}
+
+FIXTURE_TEARDOWN(ctl_errors)
+{
+	close(self->regfd);
+	close(self->efd2);
+	close(self->efd);
+	close(self->epfd2);
+	close(self->epfd);
+}
+
+/* The errno of epoll_ctl(), or 0 if it succeeded. */
+static int ctl_errno(int epfd, int op, int fd, void *event)
+{
+	errno = 0;
+	if (epoll_ctl(epfd, op, fd, event))
+		return errno;
+	return 0;
+}
+
+TEST_F(ctl_errors, add_checks_ordering)
+{
+	const int op = EPOLL_CTL_ADD;
+	int dupfd;
+	struct epoll_event bad_excl = {
+		.events = EPOLLEXCLUSIVE | EPOLLONESHOT | EPOLLIN,
+	};
+
+	/* The event is copied before anything else is looked at. */
+	EXPECT_EQ(EFAULT, ctl_errno(-1, op, -1, self->bad));
+	EXPECT_EQ(EFAULT, ctl_errno(self->regfd, op, self->regfd, NULL));
+	EXPECT_EQ(EFAULT, ctl_errno(self->epfd, op, self->efd, NULL));
+
+	/* Then epfd, then fd must be open. */
+	EXPECT_EQ(EBADF, ctl_errno(-1, op, self->regfd, &self->ev));
+	EXPECT_EQ(EBADF, ctl_errno(-1, op, -1, &self->ev));
+	EXPECT_EQ(EBADF, ctl_errno(self->efd2, op, -1, &self->ev));
+	EXPECT_EQ(EBADF, ctl_errno(self->epfd, op, -1, &self->ev));
+	EXPECT_EQ(EBADF, ctl_errno(self->epfd, op, INT_MAX, &self->ev));
+
+	/* Then fd must support poll, before epfd must be an epoll fd. */
+	EXPECT_EQ(EPERM, ctl_errno(self->efd2, op, self->regfd, &self->ev));
+	EXPECT_EQ(EPERM, ctl_errno(self->regfd, op, self->regfd, &self->ev));
+	EXPECT_EQ(EPERM, ctl_errno(self->epfd, op, self->regfd, &self->ev));
+	EXPECT_EQ(EPERM, ctl_errno(self->epfd, op, self->regfd, &bad_excl));
+
+	/* Then epfd must be an epoll fd, and fd another file. */
+	EXPECT_EQ(EINVAL, ctl_errno(self->efd2, op, self->efd, &self->ev));
+	EXPECT_EQ(EINVAL, ctl_errno(self->efd, op, self->efd, &self->ev));
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->epfd, &self->ev));
+
+	/* Then the lookup. */
+	EXPECT_EQ(0, ctl_errno(self->epfd, op, self->efd, &self->ev));
+	EXPECT_EQ(EEXIST, ctl_errno(self->epfd, op, self->efd, &self->ev));
+	/* EPOLLEXCLUSIVE is checked before the lookup. */
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->efd, &bad_excl));
+	/* Items are (file, fd) pairs: the same file under another fd. */
+	dupfd = dup(self->efd);
+	ASSERT_LE(0, dupfd);
+	EXPECT_EQ(0, ctl_errno(self->epfd, op, dupfd, &self->ev));
+	close(dupfd);
+}
+
+TEST_F(ctl_errors, mod_checks_ordering)
+{
+	const int op = EPOLL_CTL_MOD;
+	struct epoll_event excl = { .events = EPOLLEXCLUSIVE | EPOLLIN };
+
+	EXPECT_EQ(EFAULT, ctl_errno(-1, op, -1, self->bad));
+	EXPECT_EQ(EFAULT, ctl_errno(self->epfd, op, self->efd, NULL));
+
+	EXPECT_EQ(EBADF, ctl_errno(-1, op, self->regfd, &self->ev));
+	EXPECT_EQ(EBADF, ctl_errno(self->efd2, op, -1, &self->ev));
+
+	EXPECT_EQ(EPERM, ctl_errno(self->efd2, op, self->regfd, &self->ev));
+	EXPECT_EQ(EPERM, ctl_errno(self->epfd, op, self->regfd, &self->ev));
+
+	EXPECT_EQ(EINVAL, ctl_errno(self->efd2, op, self->efd, &self->ev));
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->epfd, &self->ev));
+
+	/* EPOLLEXCLUSIVE with MOD is refused before the lookup. */
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->efd, &excl));
+	EXPECT_EQ(ENOENT, ctl_errno(self->epfd, op, self->efd, &self->ev));
+	EXPECT_EQ(ENOENT, ctl_errno(self->epfd, op, self->epfd2, &self->ev));
+
+	ASSERT_EQ(0, ctl_errno(self->epfd, EPOLL_CTL_ADD, self->efd,
+			       &self->ev));
+	EXPECT_EQ(0, ctl_errno(self->epfd, op, self->efd, &self->ev));
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->efd, &excl));
+}
+
+TEST_F(ctl_errors, del_checks_ordering)
+{
+	const int op = EPOLL_CTL_DEL;
+
+	/* The event is never read, even when it is the only bad argument. */
+	EXPECT_EQ(EBADF, ctl_errno(-1, op, -1, self->bad));
+	EXPECT_EQ(EBADF, ctl_errno(-1, op, self->regfd, self->bad));
+	EXPECT_EQ(EBADF, ctl_errno(self->efd2, op, -1, self->bad));
+
+	EXPECT_EQ(EPERM, ctl_errno(self->efd2, op, self->regfd, self->bad));
+	EXPECT_EQ(EPERM, ctl_errno(self->epfd, op, self->regfd, self->bad));
+
+	EXPECT_EQ(EINVAL, ctl_errno(self->efd2, op, self->efd, self->bad));
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->epfd, self->bad));
+
+	EXPECT_EQ(ENOENT, ctl_errno(self->epfd, op, self->efd, self->bad));
+	ASSERT_EQ(0, ctl_errno(self->epfd, EPOLL_CTL_ADD, self->efd,
+			       &self->ev));
+	EXPECT_EQ(0, ctl_errno(self->epfd, op, self->efd, self->bad));
+}
+
+/*
+ * Ops that do not exist read the event like ADD and MOD do, so a bad
+ * pointer gives EFAULT and not EINVAL; the fds are then checked as for
+ * every op, and only a call valid in all else fails with EINVAL. Op 4
+ * and the next ones are left out: new ops get those numbers.
+ */
+TEST_F(ctl_errors, unknown_op_checks_ordering)
+{
+	static const int ops[] = { 0, -1, INT_MAX, INT_MIN };
+	uint32_t before, after;
+	unsigned int i;
+
+	ASSERT_EQ(0, ctl_errno(self->epfd, EPOLL_CTL_ADD, self->efd,
+			       &self->ev));
+	ASSERT_EQ(0, fdinfo_epoll_item(self->epfd, self->efd, &before, NULL));
+
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		const int op = ops[i];
+
+		EXPECT_EQ(EFAULT, ctl_errno(-1, op, -1, self->bad))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EFAULT, ctl_errno(self->epfd, op, self->efd, NULL))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EBADF, ctl_errno(-1, op, self->efd, &self->ev))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EBADF, ctl_errno(self->epfd, op, -1, &self->ev))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EPERM, ctl_errno(self->efd2, op, self->regfd,
+					   &self->ev))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EINVAL, ctl_errno(self->efd2, op, self->efd,
+					    &self->ev))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->efd,
+					    &self->ev))
+			TH_LOG("op %d", op);
+		EXPECT_EQ(EINVAL, ctl_errno(self->epfd, op, self->efd2,
+					    &self->ev))
+			TH_LOG("op %d", op);
+	}
+
+	ASSERT_EQ(0, fdinfo_epoll_item(self->epfd, self->efd, &after, NULL));
+	EXPECT_EQ(before, after);
+	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(self->epfd, self->efd2,
+					     NULL, NULL));
+}
+
+/*
+ * Nesting: epfd2 inside epfd. Adding epfd to epfd2 would close a loop:
+ * ELOOP, unless EPOLLEXCLUSIVE already made the call invalid.
+ *
+ *	epfd --> epfd2 -x-> epfd
+ */
+TEST_F(ctl_errors, loop_checks_ordering)
+{
+	struct epoll_event excl = { .events = EPOLLEXCLUSIVE | EPOLLIN };
+
+	ASSERT_EQ(0, ctl_errno(self->epfd, EPOLL_CTL_ADD, self->epfd2,
+			       &self->ev));
+
+	EXPECT_EQ(EFAULT, ctl_errno(self->epfd2, EPOLL_CTL_ADD, self->epfd,
+				    self->bad));
+	EXPECT_EQ(EINVAL, ctl_errno(self->epfd2, EPOLL_CTL_ADD, self->epfd,
+				    &excl));
+	EXPECT_EQ(ELOOP, ctl_errno(self->epfd2, EPOLL_CTL_ADD, self->epfd,
+				   &self->ev));
+	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(self->epfd2, self->epfd,
+					     NULL, NULL));
+	/* No loop, but already there. */
+	EXPECT_EQ(EEXIST, ctl_errno(self->epfd, EPOLL_CTL_ADD, self->epfd2,
+				    &self->ev));
+	/* MOD and DEL do not check for loops. */
+	EXPECT_EQ(ENOENT, ctl_errno(self->epfd2, EPOLL_CTL_MOD, self->epfd,
+				    &self->ev));
+	EXPECT_EQ(ENOENT, ctl_errno(self->epfd2, EPOLL_CTL_DEL, self->epfd,
+				    NULL));
+}
+
+/*
+ * struct epoll_event is packed on x86-64 so that it has the 12-byte
+ * layout of i386, and 32-bit programs need no compat translation: both
+ * ABIs must see 12 bytes and data at offset 4, and the kernel must write
+ * an array of events with that stride and the whole 64-bit data. Other
+ * architectures use the natural 16-byte layout.
+ */
+TEST(epoll_event_layout_matches_uapi)
+{
+	static const uint64_t data[2] = {
+		0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+	};
+	struct epoll_event ev[3];
+	int epfd, efd[2], i, n;
+	uint64_t stored;
+
+#if defined(__x86_64__) || defined(__i386__)
+	ASSERT_EQ(12, sizeof(struct epoll_event));
+	ASSERT_EQ(4, offsetof(struct epoll_event, data));
+#else
+	ASSERT_EQ(16, sizeof(struct epoll_event));
+	ASSERT_EQ(8, offsetof(struct epoll_event, data));
+#endif
+	TH_LOG("%zu-bit program, sizeof(struct epoll_event) = %zu",
+	       sizeof(long) * 8, sizeof(struct epoll_event));
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	for (i = 0; i < 2; i++) {
+		efd[i] = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+		ASSERT_LE(0, efd[i]);
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, efd[i], EPOLLIN,
+				 ~data[i]));
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_MOD, efd[i], EPOLLIN,
+				 data[i]));
+		ASSERT_EQ(0, fdinfo_epoll_item(epfd, efd[i], NULL, &stored));
+		EXPECT_EQ(data[i], stored);
+	}
+
+	memset(ev, 0x5a, sizeof(ev));
+	n = epoll_wait(epfd, ev, 3, 0);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(EPOLLIN, ev[i].events);
+		EXPECT_TRUE(ev[i].data.u64 == data[0] ||
+			    ev[i].data.u64 == data[1])
+			TH_LOG("event %d: data %#llx", i,
+			       (unsigned long long)ev[i].data.u64);
+	}
+	EXPECT_NE(ev[0].data.u64, ev[1].data.u64);
+	/* Nothing written past the two events. */
+	EXPECT_EQ(0x5a5a5a5a, ev[2].events);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, ev[2].data.u64);
+
+	close(efd[1]);
+	close(efd[0]);
+	close(epfd);
+}
+
+/*
+ * Wakeup sources. The target is a FIFO with a unique name, so that the
+ * wakeup source epoll creates for it (named after the dentry) can be found
+ * in /sys/class/wakeup. The tests need CONFIG_PM_SLEEP and
+ * CAP_BLOCK_SUSPEND, and a system with no other wakeup source active.
+ */
+struct ws_env {
+	int epfd;		/* epoll fd under test */
+	int fifo;		/* FIFO, opened O_RDWR: the target */
+	char dir[256];		/* temporary directory holding the FIFO */
+	char name[64];		/* its name, hence the wakeup source's */
+	char path[512];		/* dir/name */
+	uint64_t saved_caps;	/* effective capabilities at setup */
+	struct wakeup_count_reader reader; /* a pending wakeup_count read */
+};
+
+static void ws_env_setup(struct __test_metadata *_metadata, struct ws_env *env)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct stat st;
+
+	env->epfd = -1;
+	env->fifo = -1;
+	env->reader.pid = 0;
+	if (!wakeup_count_supported() || !wakeup_sources_supported())
+		SKIP(return, "no " WAKEUP_COUNT_PATH " or " WAKEUP_CLASS_PATH
+		     ": kernel without CONFIG_PM_SLEEP");
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	ASSERT_EQ(0, cap_get_effective(&env->saved_caps));
+	ASSERT_EQ(1, wakeup_count_read_bounded(COMPLETES_MS))
+		TH_LOG("another wakeup source is active: see %s",
+		       WAKEUP_CLASS_PATH);
+
+	if (!tmp || stat(tmp, &st) || !S_ISDIR(st.st_mode))
+		tmp = "/tmp";
+	if (stat(tmp, &st) || !S_ISDIR(st.st_mode))
+		tmp = ".";
+	snprintf(env->dir, sizeof(env->dir), "%s/epoll_wakeup_abi.XXXXXX",
+		 tmp);
+	ASSERT_TRUE(mkdtemp(env->dir) != NULL);
+	snprintf(env->name, sizeof(env->name), "epoll-wakeup-abi-%d",
+		 getpid());
+	snprintf(env->path, sizeof(env->path), "%s/%s", env->dir, env->name);
+	ASSERT_EQ(0, mkfifo(env->path, 0600));
+	env->fifo = open(env->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, env->fifo);
+	env->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, env->epfd);
+}
+
+static void ws_env_teardown(struct __test_metadata *_metadata,
+			    struct ws_env *env)
+{
+	wakeup_count_reader_stop(&env->reader);
+	EXPECT_EQ(0, cap_set_effective(env->saved_caps));
+	if (env->epfd >= 0)
+		close(env->epfd);
+	if (env->fifo >= 0)
+		close(env->fifo);
+	unlink(env->path);
+	rmdir(env->dir);
+}
+
+static void fifo_fill(struct __test_metadata *_metadata, struct ws_env *env)
+{
+	ASSERT_EQ(1, write(env->fifo, "x", 1));
+}
+
+static void fifo_drain(struct __test_metadata *_metadata, struct ws_env *env)
+{
+	char buf[64];
+
+	while (read(env->fifo, buf, sizeof(buf)) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+/* Stats of the FIFO's wakeup source, which must exist. */
+static struct wakeup_source_stats ws_stats(struct __test_metadata *_metadata,
+					   struct ws_env *env)
+{
+	struct wakeup_source_stats st = { 0 };
+
+	usleep(ACTIVE_TIME_SETTLE_US);
+	EXPECT_EQ(1, wakeup_source_find(env->name, &st))
+		TH_LOG("no single wakeup source named %s", env->name);
+	return st;
+}
+
+/* Start a wakeup_count read and check that it stays blocked. */
+static void expect_held_up(struct __test_metadata *_metadata,
+			   struct ws_env *env)
+{
+	if (!env->reader.pid)
+		ASSERT_EQ(0, wakeup_count_reader_start(&env->reader));
+	ASSERT_EQ(0, wakeup_count_reader_wait(&env->reader, HELD_UP_MS))
+		TH_LOG("wakeup_count read not held up by a pending event");
+}
+
+/* Check that the pending (or a new) wakeup_count read completes. */
+static void expect_not_held_up(struct __test_metadata *_metadata,
+			       struct ws_env *env)
+{
+	if (!env->reader.pid)
+		ASSERT_EQ(0, wakeup_count_reader_start(&env->reader));
+	ASSERT_EQ(1, wakeup_count_reader_wait(&env->reader, COMPLETES_MS))
+		TH_LOG("wakeup_count read still blocked after %d ms",
+		       COMPLETES_MS);
+}
+
+/*
+ * Creation and removal: one source named after the target's dentry per
+ * item with EPOLLWAKEUP, plus one named "eventpoll" per epoll instance
+ * (taken while epoll_wait() delivers), none without the flag or without
+ * the capability.
+ */
+FIXTURE(wakeup_source) {
+	struct ws_env env;	/* FIFO target, epoll fd, pending read */
+};
+
+FIXTURE_SETUP(wakeup_source)
+{
+	ws_env_setup(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(wakeup_source)
+{
+	ws_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(wakeup_source, named_after_target_dentry)
+{
+	struct ws_env *env = &self->env;
+	int eventpoll, eventfds, efd;
+
+	eventpoll = wakeup_source_find("eventpoll", NULL);
+	ASSERT_LE(0, eventpoll);
+	ASSERT_EQ(0, wakeup_source_find(env->name, NULL));
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 1));
+	EXPECT_EQ(1, wakeup_source_find(env->name, NULL));
+	EXPECT_EQ(eventpoll + 1, wakeup_source_find("eventpoll", NULL));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_DEL, env->fifo, 0, 0));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+
+	/* Anonymous inodes all have the same dentry name. */
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	eventfds = wakeup_source_find("[eventfd]", NULL);
+	ASSERT_LE(0, eventfds);
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, efd,
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	EXPECT_EQ(eventfds + 1, wakeup_source_find("[eventfd]", NULL));
+	close(efd);
+	EXPECT_EQ(eventfds, wakeup_source_find("[eventfd]", NULL));
+
+	/* The epoll instance's own source goes with it. */
+	EXPECT_EQ(eventpoll + 1, wakeup_source_find("eventpoll", NULL));
+	close(env->epfd);
+	env->epfd = -1;
+	EXPECT_EQ(eventpoll, wakeup_source_find("eventpoll", NULL));
+}
+
+TEST_F(wakeup_source, created_and_removed_by_mod)
+{
+	struct ws_env *env = &self->env;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo, EPOLLIN, 1));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	EXPECT_EQ(1, wakeup_source_find(env->name, NULL));
+	/* Again: still a single one. */
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLET | EPOLLWAKEUP, 3));
+	EXPECT_EQ(1, wakeup_source_find(env->name, NULL));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo, EPOLLIN, 4));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+}
+
+TEST_F(wakeup_source, not_created_without_cap_block_suspend)
+{
+	struct ws_env *env = &self->env;
+
+	ASSERT_EQ(0, cap_set_effective(env->saved_caps &
+				       ~CAP_TO_MASK64(CAP_BLOCK_SUSPEND)));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 1));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+
+	/* An item given a source with the capability loses it on MOD. */
+	ASSERT_EQ(0, cap_set_effective(env->saved_caps));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 3));
+	EXPECT_EQ(1, wakeup_source_find(env->name, NULL));
+	ASSERT_EQ(0, cap_set_effective(env->saved_caps &
+				       ~CAP_TO_MASK64(CAP_BLOCK_SUSPEND)));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 4));
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+}
+
+/*
+ * After its event was reported, a new event re-activates the source of an
+ * edge-triggered item.
+ */
+TEST_F(wakeup_source, edge_triggered_item_reactivated_by_next_event)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLET | EPOLLWAKEUP, 7));
+	fifo_fill(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	expect_not_held_up(_metadata, env);
+
+	fifo_fill(_metadata, env);
+	st = ws_stats(_metadata, env);
+	EXPECT_LT(0, st.active_time_ms);
+	EXPECT_EQ(2, st.active_count);
+	expect_held_up(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(7, ev.data.u64);
+	expect_not_held_up(_metadata, env);
+}
+
+/*
+ * A one-shot item whose event was reported is disarmed: new events do not
+ * activate its source until MOD re-arms it.
+ */
+TEST_F(wakeup_source, oneshot_item_inactive_until_rearmed)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 7));
+	fifo_fill(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	expect_not_held_up(_metadata, env);
+
+	fifo_fill(_metadata, env);
+	st = ws_stats(_metadata, env);
+	EXPECT_EQ(0, st.active_time_ms);
+	EXPECT_EQ(1, st.active_count);
+	expect_not_held_up(_metadata, env);
+	ASSERT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0));
+
+	/* MOD re-arms and finds the FIFO readable: queued again. */
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 8));
+	st = ws_stats(_metadata, env);
+	EXPECT_LT(0, st.active_time_ms);
+	expect_held_up(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(8, ev.data.u64);
+	expect_not_held_up(_metadata, env);
+}
+
+/*
+ * The life of the source of an item with EPOLLWAKEUP:
+ *
+ *   inactive --(FIFO becomes readable)--> active, event_count grows,
+ *                                         wakeup_count read blocks
+ *   epoll_wait() reports the event:
+ *     EPOLLET, EPOLLONESHOT: inactive, the read completes
+ *     level-triggered:       still active (the item is queued again),
+ *                            until an epoll_wait() finds it not ready
+ */
+FIXTURE(ws_delivery) {
+	struct ws_env env;	/* FIFO target, epoll fd, pending read */
+};
+
+FIXTURE_VARIANT(ws_delivery) {
+	uint32_t mode;		/* EPOLLET, EPOLLONESHOT, or 0 for LT */
+	bool released_by_delivery; /* the reporting epoll_wait() relaxes it */
+};
+
+FIXTURE_VARIANT_ADD(ws_delivery, level_triggered) {
+	.mode = 0,
+	.released_by_delivery = false,
+};
+
+FIXTURE_VARIANT_ADD(ws_delivery, edge_triggered) {
+	.mode = EPOLLET,
+	.released_by_delivery = true,
+};
+
+FIXTURE_VARIANT_ADD(ws_delivery, oneshot) {
+	.mode = EPOLLONESHOT,
+	.released_by_delivery = true,
+};
+
+FIXTURE_SETUP(ws_delivery)
+{
+	ws_env_setup(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(ws_delivery)
+{
+	ws_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(ws_delivery, active_while_event_is_queued)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st0, st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP | variant->mode, 42));
+	st0 = ws_stats(_metadata, env);
+	EXPECT_EQ(0, st0.active_time_ms);
+	expect_not_held_up(_metadata, env);
+
+	fifo_fill(_metadata, env);
+	st = ws_stats(_metadata, env);
+	EXPECT_LT(0, st.active_time_ms);
+	EXPECT_EQ(st0.active_count + 1, st.active_count);
+	EXPECT_LT(st0.event_count, st.event_count);
+	expect_held_up(_metadata, env);
+
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(EPOLLIN, ev.events);
+	EXPECT_EQ(42, ev.data.u64);
+
+	if (variant->released_by_delivery) {
+		expect_not_held_up(_metadata, env);
+		st = ws_stats(_metadata, env);
+		EXPECT_EQ(0, st.active_time_ms);
+		/* Still readable, but nothing new is queued. */
+		ASSERT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0));
+		expect_not_held_up(_metadata, env);
+	} else {
+		expect_held_up(_metadata, env);
+		st = ws_stats(_metadata, env);
+		EXPECT_LT(0, st.active_time_ms);
+		fifo_drain(_metadata, env);
+		/* The item is still queued until epoll_wait() rechecks it. */
+		expect_held_up(_metadata, env);
+		ASSERT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0));
+		expect_not_held_up(_metadata, env);
+		st = ws_stats(_metadata, env);
+		EXPECT_EQ(0, st.active_time_ms);
+	}
+}
+
+/*
+ * A queued event holds up the suspend handshake only if its item has
+ * EPOLLWAKEUP and was added by a caller with CAP_BLOCK_SUSPEND. In every
+ * case the event itself is reported as usual.
+ */
+FIXTURE(ws_hold) {
+	struct ws_env env;	/* FIFO target, epoll fd, pending read */
+};
+
+enum {
+	CALLER_ROOT,		/* as started: CAP_BLOCK_SUSPEND */
+	CALLER_NO_CAP,		/* CAP_BLOCK_SUSPEND dropped */
+	CALLER_USERNS_ROOT,	/* root of a new user namespace */
+};
+
+FIXTURE_VARIANT(ws_hold) {
+	uint32_t events;	/* mask the item is added with */
+	int caller;		/* CALLER_*: who adds the item */
+	bool holds;		/* whether the queued event blocks the read */
+};
+
+FIXTURE_VARIANT_ADD(ws_hold, epollwakeup) {
+	.events = EPOLLIN | EPOLLET | EPOLLWAKEUP,
+	.caller = CALLER_ROOT,
+	.holds = true,
+};
+
+FIXTURE_VARIANT_ADD(ws_hold, no_epollwakeup) {
+	.events = EPOLLIN | EPOLLET,
+	.caller = CALLER_ROOT,
+	.holds = false,
+};
+
+FIXTURE_VARIANT_ADD(ws_hold, epollwakeup_without_cap) {
+	.events = EPOLLIN | EPOLLET | EPOLLWAKEUP,
+	.caller = CALLER_NO_CAP,
+	.holds = false,
+};
+
+FIXTURE_VARIANT_ADD(ws_hold, epollwakeup_from_user_namespace) {
+	.events = EPOLLIN | EPOLLET | EPOLLWAKEUP,
+	.caller = CALLER_USERNS_ROOT,
+	.holds = false,
+};
+
+FIXTURE_SETUP(ws_hold)
+{
+	ws_env_setup(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(ws_hold)
+{
+	ws_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(ws_hold, queued_event_holds_up_wakeup_count)
+{
+	struct ws_env *env = &self->env;
+	struct epoll_event ev;
+	const char *why;
+
+	if (variant->caller == CALLER_NO_CAP)
+		ASSERT_EQ(0, cap_set_effective(env->saved_caps &
+					       ~CAP_TO_MASK64(CAP_BLOCK_SUSPEND)));
+	if (variant->caller == CALLER_USERNS_ROOT &&
+	    !become_userns_root(_metadata, &why))
+		SKIP(return, "%s", why);
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 variant->events, 3));
+	fifo_fill(_metadata, env);
+	if (variant->holds)
+		expect_held_up(_metadata, env);
+	else
+		expect_not_held_up(_metadata, env);
+
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(EPOLLIN, ev.events);
+	EXPECT_EQ(3, ev.data.u64);
+	expect_not_held_up(_metadata, env);
+}
+
+/*
+ * Whatever takes a queued item with EPOLLWAKEUP away releases its source,
+ * so that a blocked wakeup_count read completes, and unregisters it.
+ */
+FIXTURE(ws_release) {
+	struct ws_env env;	/* FIFO target, epoll fd, pending read */
+};
+
+enum {
+	RELEASE_BY_CLOSE_EPFD,	/* close the (only) epoll fd */
+	RELEASE_BY_CLOSE_TARGET, /* close the (only) fd of the FIFO */
+	RELEASE_BY_DEL,		/* EPOLL_CTL_DEL */
+	RELEASE_BY_MOD,		/* EPOLL_CTL_MOD without EPOLLWAKEUP */
+	RELEASE_BY_MOD_NO_CAP,	/* EPOLL_CTL_MOD with it, but no capability */
+};
+
+FIXTURE_VARIANT(ws_release) {
+	int action;		/* RELEASE_BY_*: what takes the item away */
+};
+
+FIXTURE_VARIANT_ADD(ws_release, close_epfd) {
+	.action = RELEASE_BY_CLOSE_EPFD,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, close_target) {
+	.action = RELEASE_BY_CLOSE_TARGET,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, del) {
+	.action = RELEASE_BY_DEL,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, mod_without_epollwakeup) {
+	.action = RELEASE_BY_MOD,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, mod_without_cap) {
+	.action = RELEASE_BY_MOD_NO_CAP,
+};
+
+FIXTURE_SETUP(ws_release)
+{
+	ws_env_setup(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(ws_release)
+{
+	ws_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(ws_release, releasing_queued_item_unblocks_wakeup_count)
+{
+	struct ws_env *env = &self->env;
+	int eventpoll;
+
+	eventpoll = wakeup_source_find("eventpoll", NULL);
+	ASSERT_LE(0, eventpoll);
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 5));
+	fifo_fill(_metadata, env);
+	expect_held_up(_metadata, env);
+
+	switch (variant->action) {
+	case RELEASE_BY_CLOSE_EPFD:
+		ASSERT_EQ(0, close(env->epfd));
+		env->epfd = -1;
+		break;
+	case RELEASE_BY_CLOSE_TARGET:
+		ASSERT_EQ(0, close(env->fifo));
+		env->fifo = -1;
+		break;
+	case RELEASE_BY_DEL:
+		ASSERT_EQ(0, epoll_ctl(env->epfd, EPOLL_CTL_DEL, env->fifo,
+				       NULL));
+		break;
+	case RELEASE_BY_MOD_NO_CAP:
+		ASSERT_EQ(0, cap_set_effective(env->saved_caps &
+					       ~CAP_TO_MASK64(CAP_BLOCK_SUSPEND)));
+		ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+				 EPOLLIN | EPOLLWAKEUP, 6));
+		break;
+	case RELEASE_BY_MOD:
+		ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+				 EPOLLIN, 6));
+		break;
+	}
+
+	expect_not_held_up(_metadata, env);
+	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+	/* The epoll instance's own source goes only with the instance. */
+	EXPECT_EQ(variant->action == RELEASE_BY_CLOSE_EPFD ? eventpoll :
+		  eventpoll + 1, wakeup_source_find("eventpoll", NULL));
+}
+
+TEST_HARNESS_MAIN

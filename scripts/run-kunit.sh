@@ -29,6 +29,10 @@ Exit status: 0 when every test passed or none exists, 1 otherwise.
 EOF
 }
 
+# kunit.py's UML defaults enable PCI over virtio without a device ID; on
+# 6.12 that WARNs at every boot, and a WARN fails the run. No case here
+# needs PCI, so it is switched off (--kconfig_add below).
+
 main() {
 	local rc=0
 
@@ -47,7 +51,8 @@ main() {
 	(cd "$WORKTREE" && with_timeout "$KUNIT_TIMEOUT" kunit.py \
 		./tools/testing/kunit/kunit.py run --kunitconfig="$KUNITCONFIG" \
 		--build_dir="$KUNIT_BUILD" --jobs="$JOBS" \
-		--make_options="CC=$KCC" --json="$RESULTS_DIR/kunit-uml.json") ||
+		--make_options="CC=$KCC" --json="$RESULTS_DIR/kunit-uml.json" \
+		--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n) ||
 		rc=$?
 	cp "$KUNIT_BUILD/test.log" "$RESULTS_DIR/kunit-uml.log" 2>/dev/null || true
 	return "$rc"

@@ -32,7 +32,9 @@ and reboots. The console goes to $CONSOLE.
 Environment:
   QEMU_ACCEL          kvm, tcg or auto (now: $QEMU_ACCEL); auto boots the
                       guest once with KVM and falls back to TCG unless
-                      it reached /init within ${KVM_PROBE_SECS}s
+                      it reached userspace within ${KVM_PROBE_SECS}s; the
+                      verdict is kept in \$EPOLL_CACHE_DIR per host kernel,
+                      CPU flags and QEMU version
   QEMU_SMP, QEMU_MEM  guest size (now: $QEMU_SMP, $QEMU_MEM)
   QEMU_TIMEOUT        hard limit for the whole run, seconds (now: $QEMU_TIMEOUT)
   TCG_TIMEOUT_SCALE   factor on per-test timeouts under TCG (now: $TCG_TIMEOUT_SCALE)
@@ -54,8 +56,15 @@ qemu() {
 		-no-reboot </dev/null || true
 }
 
+# The probe's verdict depends on the host only: keep it per host kernel,
+# CPU flags and QEMU version, so that only the first run pays for it.
+probe_key() {
+	{ uname -r; grep -m1 '^flags' /proc/cpuinfo; qemu-system-x86_64 --version; } |
+		md5sum | cut -c1-12
+}
+
 pick_accel() {
-	local probe="$RESULTS_DIR/kvm-probe.log"
+	local probe="$RESULTS_DIR/kvm-probe.log" verdict
 
 	case "$QEMU_ACCEL" in
 	kvm) echo kvm; return ;;
@@ -63,16 +72,22 @@ pick_accel() {
 	auto) ;;
 	*) die "QEMU_ACCEL must be kvm, tcg or auto, not '$QEMU_ACCEL'" ;;
 	esac
-	if [ -w /dev/kvm ]; then
-		# rdinit=/bin/true: the kernel reaches userspace, then panics and
-		# reboots at once; the panic line proves the guest ran.
-		qemu kvm "$KVM_PROBE_SECS" "$probe" rdinit=/bin/true
-		if grep -q 'Attempted to kill init' "$probe"; then
-			echo kvm
-			return
+	verdict="$EPOLL_CACHE_DIR/kvm-probe-$(probe_key)"
+	if [ ! -f "$verdict" ]; then
+		echo tcg > "$verdict.new"
+		if [ -w /dev/kvm ]; then
+			# rdinit=/bin/true: the kernel reaches userspace, then
+			# panics at once; the panic line proves the guest ran.
+			qemu kvm "$KVM_PROBE_SECS" "$probe" rdinit=/bin/true
+			! grep -q 'Attempted to kill init' "$probe" || echo kvm > "$verdict.new"
 		fi
-		log "KVM did not boot a guest (see $probe): using TCG"
+		mv "$verdict.new" "$verdict"
 	fi
+	if [ "$(cat "$verdict")" = kvm ]; then
+		echo kvm
+		return
+	fi
+	log "KVM does not boot a guest on this host (probe verdict in $verdict): using TCG"
 	echo tcg,thread=multi
 }
 

@@ -54,16 +54,22 @@ def read_lines(path):
 
 
 def kunit_cases(lines):
-    """Cases of every KUnit suite: (suite.case, status)."""
-    cases, suite_cases = [], []
+    """Leaf results of every KUnit suite: suite.case or suite.case.param."""
+    cases, suite_cases, params = [], [], []
     for line in lines:
         m = RESULT.match(line)
         if not m:
             continue
         depth = len(m['indent'].expandtabs(4)) // 4
         status = result_status(m)
-        if depth == 1:
-            suite_cases.append((m['name'], status))
+        if depth == 2:
+            params.append((m['name'], status))
+        elif depth == 1:
+            if params:
+                suite_cases += [(f"{m['name']}.{p}", s) for p, s in params]
+            else:
+                suite_cases.append((m['name'], status))
+            params = []
         elif depth == 0:
             cases += [(f"{m['name']}.{c}", s) for c, s in suite_cases]
             if not suite_cases:

@@ -973,7 +973,8 @@ TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
 /*
  * The use case: worker threads in epoll_wait() on EPOLLONESHOT items whose
  * data.ptr points at per-item state, while another thread deletes the
- * items. With the DISABLE protocol every state is freed exactly once and
+ * items. The items are eventfds that are always readable, and a writer
+ * thread keeps signalling them. With the DISABLE protocol every state is freed exactly once and
  * never touched after that. The "naive" variant deletes and frees at once,
  * as applications without DISABLE do, and must catch a worker using state
  * that was freed under it: it shows that the checks can fail.
@@ -1016,6 +1017,8 @@ struct race {
 	atomic_uint ctl_errors;	/* epoll_ctl() failures the protocol excludes */
 	atomic_uint idle;	/* DISABLE returned 0 */
 	atomic_uint busy;	/* DISABLE returned EBUSY */
+	atomic_int fds[RACE_ITEMS];	/* this round's eventfds, for the writer */
+	atomic_uint writes;	/* successful writes of the writer */
 	struct race_state pool[RACE_ITEMS * RACE_ROUNDS];
 };
 
@@ -1065,6 +1068,27 @@ static void race_handle(struct race *r, struct race_state *s)
 			atomic_fetch_add(&r->ctl_errors, 1);
 		race_free(r, s);
 	}
+}
+
+/*
+ * Keep the items' wait queues busy: every write runs the poll callback of
+ * the item, which must not queue a disarmed one. The writer only knows fd
+ * numbers, never the states; a write to an fd closed meanwhile just fails.
+ */
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	unsigned int i, writes = 0;
+	uint64_t one = 1;
+
+	while (!atomic_load(&r->stop)) {
+		for (i = 0; i < RACE_ITEMS; i++)
+			writes += write(atomic_load(&r->fds[i]), &one,
+					sizeof(one)) == sizeof(one);
+		sched_yield();
+	}
+	atomic_store(&r->writes, writes);
+	return NULL;
 }
 
 static void *race_worker(void *arg)
@@ -1158,13 +1182,16 @@ FIXTURE_TEARDOWN(race)
 
 TEST_F_TIMEOUT(race, delete_items_while_threads_handle_their_events, 60)
 {
-	pthread_t workers[RACE_WORKERS];
+	pthread_t workers[RACE_WORKERS], writer;
 	struct race *r = self->r;
 	unsigned int used = 0, round, i, lost = 0, multi = 0;
 	struct timespec start, now;
 
 	for (i = 0; i < RACE_WORKERS; i++)
 		ASSERT_EQ(0, pthread_create(&workers[i], NULL, race_worker, r));
+	for (i = 0; i < RACE_ITEMS; i++)
+		atomic_store(&r->fds[i], -1);
+	ASSERT_EQ(0, pthread_create(&writer, NULL, race_writer, r));
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (round = 0; round < RACE_ROUNDS; round++) {
@@ -1181,6 +1208,7 @@ TEST_F_TIMEOUT(race, delete_items_while_threads_handle_their_events, 60)
 			atomic_store(&s->magic, STATE_LIVE);
 			ev.data.ptr = s;
 			ASSERT_EQ(0, ctl(r->epfd, EPOLL_CTL_ADD, s->fd, &ev));
+			atomic_store(&r->fds[i], s->fd);
 		}
 		used += RACE_ITEMS;
 		/* Let the workers pass the events around for a while. */
@@ -1207,6 +1235,7 @@ TEST_F_TIMEOUT(race, delete_items_while_threads_handle_their_events, 60)
 	}
 
 	atomic_store(&r->stop, true);
+	pthread_join(writer, NULL);
 	for (i = 0; i < RACE_WORKERS; i++)
 		pthread_join(workers[i], NULL);
 
@@ -1216,9 +1245,9 @@ TEST_F_TIMEOUT(race, delete_items_while_threads_handle_their_events, 60)
 		lost += frees == 0;
 		multi += frees > 1;
 	}
-	TH_LOG("%u items, DISABLE: %u x 0, %u x EBUSY; %u stale accesses",
-	       used, atomic_load(&r->idle), atomic_load(&r->busy),
-	       atomic_load(&r->stale));
+	TH_LOG("%u items, %u writes, DISABLE: %u x 0, %u x EBUSY; %u stale accesses",
+	       used, atomic_load(&r->writes), atomic_load(&r->idle),
+	       atomic_load(&r->busy), atomic_load(&r->stale));
 
 	if (r->naive) {
 		/* Deleting and freeing at once must be caught. */

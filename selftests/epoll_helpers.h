@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -42,11 +43,11 @@
 #include <linux/capability.h>
 
 #ifndef EPOLLEXCLUSIVE
-#define EPOLLEXCLUSIVE (1U << 28)
+#define EPOLLEXCLUSIVE 0x10000000
 #endif
 
 #ifndef EPOLLWAKEUP
-#define EPOLLWAKEUP (1U << 29)
+#define EPOLLWAKEUP 0x20000000
 #endif
 
 #ifndef CAP_WAKE_ALARM
@@ -182,7 +183,8 @@ static inline bool wakeup_count_supported(void)
 
 /*
  * A child process blocked in read() of /sys/power/wakeup_count. The child
- * keeps no other file of its parent open, so it never pins an epoll file.
+ * keeps no other file of its parent open, so it never pins an epoll file,
+ * and it is killed when its parent dies.
  */
 struct wakeup_count_reader {
 	pid_t pid;		/* the child, 0 when none is running */
@@ -195,19 +197,27 @@ struct __wakeup_count_report {
 	unsigned long count;
 };
 
-static inline void __wakeup_count_child(int wfd)
+static inline void __wakeup_count_child(int wfd, pid_t parent)
 {
 	struct __wakeup_count_report rep = { 0 };
 	char buf[32] = "";
 	ssize_t n;
 	int fd;
 
-	/* Keep only the pipe, as fd 3, and the standard streams. */
+	/* Never outlive the test, blocked forever in read(). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	/*
+	 * Keep only the pipe, as fd 3: no epoll file that the test means to
+	 * release, and no standard stream that a test runner waits on.
+	 */
 	if (wfd != 3 && dup2(wfd, 3) != 3)
 		_exit(1);
-	if (syscall(__NR_close_range, 4U, ~0U, 0U))
-		for (fd = 4; fd < 1024; fd++)
-			close(fd);
+	if (syscall(__NR_close_range, 0U, 2U, 0U) ||
+	    syscall(__NR_close_range, 4U, ~0U, 0U))
+		for (fd = 0; fd < 1024; fd++)
+			if (fd != 3)
+				close(fd);
 
 	fd = open(WAKEUP_COUNT_PATH, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -227,6 +237,7 @@ static inline void __wakeup_count_child(int wfd)
 /* Fork a child that reads /sys/power/wakeup_count and reports to @r. */
 static inline int wakeup_count_reader_start(struct wakeup_count_reader *r)
 {
+	pid_t parent = getpid();
 	int p[2];
 
 	r->pid = 0;
@@ -241,7 +252,7 @@ static inline int wakeup_count_reader_start(struct wakeup_count_reader *r)
 		return -errno;
 	}
 	if (r->pid == 0)
-		__wakeup_count_child(p[1]);
+		__wakeup_count_child(p[1], parent);
 	close(p[1]);
 	r->pipefd = p[0];
 	return 0;

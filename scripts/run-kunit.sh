@@ -42,7 +42,7 @@ main() {
 	*) usage >&2; exit 1 ;;
 	esac
 	need_worktree
-	mkdir -p "$RESULTS_DIR"
+	mkdir -p "$RESULTS_DIR" "$BUILD_DIR"
 	rm -f "$RESULTS_DIR"/kunit-uml.*
 	if [ ! -f "$WORKTREE/$KUNITCONFIG" ]; then
 		log "the tree has no $KUNITCONFIG: no KUnit test ran"

@@ -209,6 +209,9 @@ static int ep_test_ctl(struct ep_test *t, int op, int i, __poll_t events,
 		epds.events |= EPOLLERR | EPOLLHUP;
 		error = ep_modify(ep, epi, &epds);
 		break;
+	case EPOLL_CTL_DISABLE:
+		error = epi ? ep_disable(ep, epi) : -ENOENT;
+		break;
 	default:
 		error = -EINVAL;
 		break;
@@ -807,6 +810,7 @@ struct ep_modify_case {
 
 static const struct ep_modify_case ep_modify_cases[] = {
 	{ "set_unready", EPOLLIN, 0, false, EPOLLIN | EPOLLWAKEUP, false },
+	{ "set_queued", EPOLLIN, EPOLLIN, false, EPOLLIN | EPOLLWAKEUP, true },
 	/* an edge-triggered item delivered but still ready is queued again */
 	{ "set_ready_idle", EPOLLIN | EPOLLET, EPOLLIN, true,
 	  EPOLLIN | EPOLLET | EPOLLWAKEUP, true },
@@ -1041,6 +1045,113 @@ static void eventpoll_wakeup_alloc_failure(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
 }
 
+/* EPOLL_CTL_DISABLE disarms an armed oneshot item, and only that */
+
+struct ep_disable_case {
+	const char *name;
+	bool add;		/* register the source at all */
+	__poll_t events;	/* events of the ADD */
+	__poll_t ready;		/* what the source reports */
+	bool deliver;		/* epoll_wait() before the DISABLE */
+	int error;		/* result of the DISABLE */
+};
+
+static const struct ep_disable_case ep_disable_cases[] = {
+	{ "armed_idle", true, EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 0, false, 0 },
+	{ "armed_queued", true, EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, EPOLLIN,
+	  false, 0 },
+	{ "armed_queued_no_wakeup", true, EPOLLIN | EPOLLONESHOT, EPOLLIN,
+	  false, 0 },
+	{ "armed_queued_edge", true,
+	  EPOLLIN | EPOLLONESHOT | EPOLLET | EPOLLWAKEUP, EPOLLIN, false, 0 },
+	{ "delivered", true, EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, EPOLLIN,
+	  true, -EBUSY },
+	{ "level", true, EPOLLIN | EPOLLWAKEUP, EPOLLIN, false, -EINVAL },
+	{ "edge", true, EPOLLIN | EPOLLET | EPOLLWAKEUP, EPOLLIN, false,
+	  -EINVAL },
+	{ "unregistered", false, 0, EPOLLIN, false, -ENOENT },
+};
+
+static void ep_disable_case_desc(const struct ep_disable_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(ep_disable, ep_disable_cases, ep_disable_case_desc);
+
+static void eventpoll_disable_item(struct kunit *test)
+{
+	const struct ep_disable_case *c = test->param_value;
+	bool oneshot = c->events & EPOLLONESHOT;
+	struct ep_test *t = test->priv;
+	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct ep_test_state before, s;
+	const struct ep_test_item *it = &s.item[0];
+
+	ep_test_need_wakeup(test);
+	ep_test_set(t, 0, c->ready);
+	/* A bystander queued ahead of item 0 must stay where it is. */
+	ep_test_set(t, 1, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 1,
+					  EPOLLIN | EPOLLWAKEUP, 2), 0);
+	if (c->add)
+		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
+						  c->events, 1), 0);
+	/* The bystander is level-triggered: it is queued again. */
+	if (c->deliver)
+		KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 2);
+	ep_test_check(t, &before, "before");
+
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
+			c->error);
+	ep_test_check(t, &s, "disable");
+	KUNIT_EXPECT_TRUE(test, s.item[1].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s.rd_order[0], 1);
+	if (!c->add) {
+		KUNIT_EXPECT_PTR_EQ(test, it->epi, NULL);
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, it->data, 1);
+	KUNIT_EXPECT_PTR_EQ(test, it->ws, before.item[0].ws);
+	if (c->error) {
+		/* Nothing changed. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(before.item[0].events));
+		KUNIT_EXPECT_EQ(test, it->on_rdllist, before.item[0].on_rdllist);
+		KUNIT_EXPECT_EQ(test, it->ws_active, before.item[0].ws_active);
+	} else {
+		/* Disarmed, unlinked, and its wakeup source released. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(c->events & EP_PRIVATE_BITS));
+		KUNIT_EXPECT_FALSE(test, it->linked);
+		KUNIT_EXPECT_FALSE(test, it->ws_active);
+		KUNIT_EXPECT_EQ(test, s.nr_rd, 1);
+	}
+
+	/* Wakeups, with and without a key, queue only an armed item. */
+	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
+	ep_test_fire(t, 0, EPOLLIN, 0);
+	ep_test_check(t, &s, "wakeups after disable");
+	KUNIT_EXPECT_EQ(test, it->on_rdllist, !oneshot);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
+			oneshot ? 1 : 2);
+	ep_test_check(t, &s, "wait after disable");
+
+	if (!oneshot)
+		return;
+	/* A second DISABLE finds the item disarmed. */
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
+			-EBUSY);
+	/* MOD re-arms it: it is ready, so it is queued and reported again. */
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
+	ep_test_check(t, &s, "rearm");
+	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
+	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
+	ep_test_check(t, &s, "disable after rearm");
+	KUNIT_EXPECT_FALSE(test, it->linked);
+}
+
 /*
  * A reproducible random sequence of operations over all sources, checked
  * after every step against the invariant and against a model of what each
@@ -1117,6 +1228,20 @@ static void ep_model_wakeup(struct ep_model *m, int i, __poll_t key)
 		ep_model_append(m->ovf, &m->nr_ovf, i);
 	else
 		ep_model_append(m->order, &m->nr_order, i);
+}
+
+/* ep_disable(): the expected result, and the item disarmed and unqueued. */
+static int ep_model_disable(struct ep_model *m, int i)
+{
+	if (!m->registered[i])
+		return -ENOENT;
+	if (!(m->events[i] & EPOLLONESHOT))
+		return -EINVAL;
+	if (!(m->events[i] & ~EP_PRIVATE_BITS))
+		return -EBUSY;
+	m->events[i] &= EP_PRIVATE_BITS;
+	ep_model_drop(m->order, &m->nr_order, i);
+	return 0;
 }
 
 /* ep_send_events(): returns the number of events, stored in @out. */
@@ -1235,15 +1360,15 @@ static __poll_t ep_walk_mask(struct rnd_state *rnd)
 
 enum ep_walk_op {
 	EP_WALK_ADD, EP_WALK_MOD, EP_WALK_DEL, EP_WALK_WAKEUP, EP_WALK_SET,
-	EP_WALK_WAIT, EP_WALK_SCAN, EP_WALK_NR_OPS
+	EP_WALK_WAIT, EP_WALK_SCAN, EP_WALK_DISABLE, EP_WALK_NR_OPS
 };
 
 static const char * const ep_walk_op_names[] = {
-	"add", "mod", "del", "wakeup", "set", "wait", "scan",
+	"add", "mod", "del", "wakeup", "set", "wait", "scan", "disable",
 };
 
 /* How often each operation is drawn, out of the sum of these */
-static const int ep_walk_weight[EP_WALK_NR_OPS] = { 3, 3, 1, 4, 1, 3, 1 };
+static const int ep_walk_weight[EP_WALK_NR_OPS] = { 3, 3, 1, 4, 1, 3, 1, 2 };
 
 static enum ep_walk_op ep_walk_op(struct rnd_state *rnd)
 {
@@ -1289,7 +1414,7 @@ static void ep_walk_scan(struct ep_test *t, struct ep_model *m,
 static void eventpoll_random_walk(struct kunit *test)
 {
 	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
-	int count[EP_WALK_NR_OPS] = {}, delivered = 0;
+	int count[EP_WALK_NR_OPS] = {}, delivered = 0, disarmed = 0;
 	struct ep_test *t = test->priv;
 	struct ep_model m = {};
 	struct rnd_state rnd;
@@ -1322,14 +1447,6 @@ static void eventpoll_random_walk(struct kunit *test)
 			break;
 		case EP_WALK_MOD:
 			events = ep_walk_events(&rnd);
-			/*
-			 * A MOD that adds EPOLLWAKEUP to an item already queued
-			 * does not activate the new wakeup source before the
-			 * next delivery; leave that transition out.
-			 */
-			if (m.registered[i] && ep_model_queued(&m, i) &&
-			    !(m.events[i] & EPOLLWAKEUP))
-				events &= ~EPOLLWAKEUP;
 			error = ep_test_ctl(t, EPOLL_CTL_MOD, i, events, data);
 			KUNIT_EXPECT_EQ_MSG(test, error,
 					    m.registered[i] ? 0 : -ENOENT,
@@ -1381,6 +1498,12 @@ static void eventpoll_random_walk(struct kunit *test)
 		case EP_WALK_SCAN:
 			ep_walk_scan(t, &m, &rnd, step);
 			break;
+		case EP_WALK_DISABLE:
+			error = ep_test_ctl(t, EPOLL_CTL_DISABLE, i, 0, 0);
+			KUNIT_EXPECT_EQ_MSG(test, error, ep_model_disable(&m, i),
+					    "%s", step);
+			disarmed += !error;
+			break;
 		default:
 			break;
 		}
@@ -1390,11 +1513,12 @@ static void eventpoll_random_walk(struct kunit *test)
 			break;
 	}
 	kunit_info(test,
-		   "%d steps: add %d mod %d del %d wakeup %d set %d wait %d scan %d, %d events\n",
+		   "%d steps: add %d mod %d del %d wakeup %d set %d wait %d scan %d disable %d, %d events, %d disarmed\n",
 		   n, count[EP_WALK_ADD], count[EP_WALK_MOD],
 		   count[EP_WALK_DEL], count[EP_WALK_WAKEUP],
 		   count[EP_WALK_SET], count[EP_WALK_WAIT],
-		   count[EP_WALK_SCAN], delivered);
+		   count[EP_WALK_SCAN], count[EP_WALK_DISABLE], delivered,
+		   disarmed);
 }
 
 static struct kunit_case eventpoll_test_cases[] = {
@@ -1409,6 +1533,7 @@ static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_remove_item, ep_remove_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_wakeup_capability, ep_cap_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_wakeup_alloc_failure, ep_alloc_gen_params),
+	KUNIT_CASE_PARAM(eventpoll_disable_item, ep_disable_gen_params),
 	KUNIT_CASE(eventpoll_random_walk),
 	{}
 };

@@ -28,7 +28,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs export submit clean
+	summary lint lint-series lint-docs htmldocs export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -45,6 +45,7 @@ check:
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
+	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(test_stages)
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
@@ -73,6 +74,10 @@ lint-series:
 	$(S)/lint-series.sh
 lint-docs:
 	$(S)/lint-docs.sh $(OUT_DIR)/linux
+
+## make htmldocs Sphinx build of Documentation/userspace-api, base vs patched: no new warning
+htmldocs:
+	$(S)/check-htmldocs.sh $(OUT_DIR)/linux
 
 ## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
 export:

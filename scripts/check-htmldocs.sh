@@ -45,10 +45,6 @@ Exit status: 0 if no warning was added, 1 otherwise or on error.
 EOF
 }
 
-failures=0
-fail() { printf '%s: FAIL: %s\n' "${0##*/}" "$*" >&2; failures=$((failures + 1)); }
-pass() { printf '%s: ok: %s\n' "${0##*/}" "$*" >&2; }
-
 # The machine's first python3 may lack Debian's modules (yaml, docutils).
 export PATH=/usr/bin:$PATH
 # English messages from Sphinx, and one collation for sort and comm.
@@ -76,12 +72,6 @@ build_docs() {
 warnings() {
 	sed -E -e 's/\x1b\[[0-9;]*m//g' -e "s|$1/||g" -e "s|$2/||g" |
 		grep -E '(WARNING|ERROR|CRITICAL|SEVERE)|: (warning|error):' || true
-}
-
-# file:line: text ... line N  ->  file: text ... line #
-normalize() {
-	sed -E -e 's/^([^: ]+):[0-9]*:/\1:/' -e 's/:[0-9]+: /: /g' \
-		-e 's/line [0-9]+/line #/g' "$1" | sort -u
 }
 
 # The base warnings, from the cache or from a build of the base commit.
@@ -144,7 +134,8 @@ main() {
 	build_docs "$ksrc" "$out" "$LOG/patched.log"
 	warnings "$ksrc" "$out" <"$LOG/patched.log" >"$LOG/patched.warnings"
 
-	new=$(comm -13 <(normalize "$LOG/base.warnings") <(normalize "$LOG/patched.warnings"))
+	new=$(comm -13 <(normalize_warnings <"$LOG/base.warnings") \
+		<(normalize_warnings <"$LOG/patched.warnings"))
 	printf '%s\n' "$new" | sed '/^$/d' >"$LOG/new.warnings"
 	mine=$(grep -F "${DOC##*/}.rst" "$LOG/patched.warnings" || true)
 	if [ -n "$new" ]; then

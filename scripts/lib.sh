@@ -52,6 +52,21 @@ base_commit() {
 		die "no base recorded: run scripts/apply-series.sh first"
 }
 
+# Checks that report each result and count the failures (lint-docs.sh,
+# check-htmldocs.sh): the caller exits non-zero when $failures > 0.
+failures=0
+fail() { printf '%s: FAIL: %s\n' "${0##*/}" "$*" >&2; failures=$((failures + 1)); }
+pass() { printf '%s: ok: %s\n' "${0##*/}" "$*" >&2; }
+
+# Compiler, sparse, coccinelle and Sphinx messages made comparable across
+# trees: "file:line[:col[-col]]:" becomes "file:", inner ":N: " and
+# "line N" lose their numbers, so moved code does not count as new.
+# Sorted, duplicates kept: a second copy of a warning is a new warning.
+normalize_warnings() {
+	sed -E -e 's/^([^: ]+):[0-9]*(:[0-9]+(-[0-9]+)?)?:/\1:/' \
+		-e 's/:[0-9]+: /: /g' -e 's/line [0-9]+/line #/g' | sort
+}
+
 # Run a command with a wall-clock limit; name the stage when it is hit.
 with_timeout() {
 	local secs=$1 stage=$2 rc=0

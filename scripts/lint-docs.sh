@@ -42,17 +42,6 @@ Exit status: 0 if every check passed, 1 if any failed or on error.
 EOF
 }
 
-failures=0
-
-fail() {
-	printf '%s: FAIL: %s\n' "${0##*/}" "$*" >&2
-	failures=$((failures + 1))
-}
-
-pass() {
-	printf '%s: ok: %s\n' "${0##*/}" "$*" >&2
-}
-
 need_tools() {
 	local tool
 

@@ -59,11 +59,6 @@ bmake() {
 	make -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@"
 }
 
-# file:line:col[-col]: text ... line N  ->  file: text ... line #
-normalize() {
-	sed -E -e 's/^([^:]+):[0-9]+(:[0-9]+(-[0-9]+)?)?:/\1:/' -e 's/line [0-9]+/line #/g' | sort
-}
-
 # Objects, in the guest's configuration, of the C files the series touches.
 touched_objects() {
 	local f
@@ -85,7 +80,7 @@ build_step() {
 		return 1
 	fi
 	grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$LOG/build-$name.log" |
-		normalize > "$LOG/sparse-$name.txt" || true
+		normalize_warnings > "$LOG/sparse-$name.txt" || true
 }
 
 cocci() {
@@ -96,7 +91,7 @@ cocci() {
 	bmake C=2 CHECK="$BISECT_TREE/scripts/coccicheck" MODE=report $objs \
 		>"$LOG/cocci-$name.raw" 2>&1 || true
 	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: ' "$LOG/cocci-$name.raw" |
-		normalize > "$LOG/cocci-$name.txt" || true
+		normalize_warnings > "$LOG/cocci-$name.txt" || true
 }
 
 added() { comm -13 "$1" "$2"; }

@@ -21,7 +21,9 @@ Usage: ${0##*/} [-h] [checkpatch|build]...
               worktree ($BISECT_TREE) with the guest's .config: build the
               objects of every C file the series touches, with sparse (C=2);
               fail on a build error or on a sparse warning the prefix adds.
-              Then run coccicheck on those files at the base and at the top,
+              A patch that only touches tools/testing/, .rst files or
+              MAINTAINERS builds the same objects as its parent and is
+              not rebuilt. Then run coccicheck on those files at the base and at the top,
               and fail on a report the series adds. Line numbers are ignored
               when comparing, so moved code does not count as new.
 Without arguments, both. Logs go to $LOG/.
@@ -56,7 +58,9 @@ checkpatch() {
 }
 
 bmake() {
-	make -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@"
+	# </dev/null: make (a config prompt, the checker) must not eat the
+	# list of commits the caller is reading.
+	make -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@" </dev/null
 }
 
 # Objects, in the guest's configuration, of the C files the series touches.
@@ -72,7 +76,8 @@ touched_objects() {
 build_step() {
 	local rev=$1 name=$2 objs=$3
 
-	git -C "$BISECT_TREE" checkout -q -f "$rev"
+	git -C "$BISECT_TREE" checkout -q -f "$rev" ||
+		{ problem "$name: cannot check out $rev in $BISECT_TREE"; return 1; }
 	# shellcheck disable=SC2086
 	if ! bmake -s C=2 $objs >"$LOG/build-$name.log" 2>&1; then
 		problem "$name: does not build (see $LOG/build-$name.log):"
@@ -96,13 +101,24 @@ cocci() {
 
 added() { comm -13 "$1" "$2"; }
 
+# True when commit $1 changes no input of a kernel build, only selftests,
+# .rst documents or MAINTAINERS: its objects are its parent's. (Not all of
+# tools/: objtool runs in the build; nor Documentation/Kconfig.)
+builds_as_parent() {
+	! git -C "$WORKTREE" diff --name-only "$1^" "$1" |
+		grep -qvE '^(tools/testing/|Documentation/.*\.rst$|MAINTAINERS$)'
+}
+
 build() {
 	local base objs prev=base rev i=0 p new
 
 	base=$(base_commit)
 	objs=$(touched_objects | tr '\n' ' ')
 	[ -n "$objs" ] || { log "the series touches no C file built in this configuration"; return; }
-	if ! git -C "$BISECT_TREE" rev-parse -q --verify "$base^{commit}" >/dev/null 2>&1; then
+	# A worktree of $WORKTREE itself: one left from another clone would
+	# lack the series' commits.
+	if [ "$(git -C "$BISECT_TREE" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)" != \
+	     "$(git -C "$WORKTREE" rev-parse --path-format=absolute --git-common-dir)" ]; then
 		rm -rf "$BISECT_TREE"
 		git -C "$WORKTREE" worktree prune
 		git -C "$WORKTREE" worktree add -q --detach "$BISECT_TREE" "$base"
@@ -114,14 +130,22 @@ build() {
 
 	build_step "$base" base "$objs" || return
 	cocci base "$objs"
-	while read -r rev; do
+	while read -r rev <&3; do
 		i=$((i + 1))
 		p=$(series_patches | sed -n "${i}p")
+		if builds_as_parent "$rev"; then
+			log "$p: no kernel source changed, build as the previous step"
+			continue
+		fi
 		build_step "$rev" "$i" "$objs" || { problem "$p breaks the build"; continue; }
 		new=$(added "$LOG/sparse-$prev.txt" "$LOG/sparse-$i.txt")
 		[ -z "$new" ] || { problem "$p adds sparse warnings:"; sed 's/^/    /' <<<"$new" >&2; }
 		prev=$i
-	done < <(git -C "$WORKTREE" rev-list --reverse "$base..HEAD")
+	done 3< <(git -C "$WORKTREE" rev-list --reverse "$base..HEAD")
+	[ "$i" -eq "$(series_patches | wc -l)" ] ||
+		problem "checked $i commits, but the series has $(series_patches | wc -l) patches"
+	git -C "$BISECT_TREE" checkout -q -f "$(git -C "$WORKTREE" rev-parse HEAD)" ||
+		{ problem "cannot check out the top of the series in $BISECT_TREE"; return; }
 	cocci top "$objs"
 	new=$(added "$LOG/cocci-base.txt" "$LOG/cocci-top.txt")
 	[ -z "$new" ] || { problem "the series adds coccinelle reports:"; sed 's/^/    /' <<<"$new" >&2; }

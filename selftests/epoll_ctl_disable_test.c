@@ -103,9 +103,11 @@ static int wait_events(int epfd, struct epoll_event *events, int max,
  * Probe for EPOLL_CTL_DISABLE: with a NULL event and a pollable fd that is
  * not registered, a kernel that knows the operation reports ENOENT. Older
  * kernels treat 4 as an operation that takes an event and fail to copy it
- * (EFAULT), or reject the unknown operation (EINVAL).
+ * from NULL (EFAULT) before they look at anything else.
  *
- * Returns 1 if the operation is supported, 0 if not, -errno on surprise.
+ * Returns 1 if the operation is supported, 0 if not. Any other answer is a
+ * broken operation, which must fail the tests rather than skip them: then
+ * the probe returns -errno, or -EPROTO if the call succeeded.
  */
 static int probe_disable(void)
 {
@@ -120,12 +122,12 @@ static int probe_disable(void)
 	close(epfd);
 	if (ret == -ENOENT)
 		return 1;
-	if (ret == -EFAULT || ret == -EINVAL)
+	if (ret == -EFAULT)
 		return 0;
-	return ret;
+	return ret ? ret : -EPROTO;
 }
 
-#define NO_DISABLE "kernel lacks EPOLL_CTL_DISABLE (probe did not get ENOENT)"
+#define NO_DISABLE "kernel lacks EPOLL_CTL_DISABLE (probe got EFAULT)"
 
 /* Number of items listed in /proc/self/fdinfo/@epfd, or -errno. */
 static int fdinfo_count(int epfd)

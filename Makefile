@@ -28,7 +28,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs export submit clean
+	summary lint lint-series lint-docs htmldocs mutants export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -43,6 +43,7 @@ run:
 check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
+	$(STAGE) mutant-list $(S)/run-mutants.sh --check
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
@@ -78,6 +79,10 @@ lint-docs:
 ## make htmldocs Sphinx build of Documentation/userspace-api, base vs patched: no new warning
 htmldocs:
 	$(S)/check-htmldocs.sh $(OUT_DIR)/linux
+
+## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
+mutants:
+	$(S)/run-mutants.sh $(N)
 
 ## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
 export:

@@ -19,6 +19,8 @@ readonly BIOS=/usr/share/qemu/qboot.rom
 # Whole-run limit, and the factor applied to per-test timeouts under TCG.
 : "${QEMU_TIMEOUT:=1500}"
 : "${TCG_TIMEOUT_SCALE:=4}"
+# More kernel command line, e.g. epoll.tests=<program>,... for /init.
+: "${QEMU_APPEND:=}"
 readonly KVM_PROBE_SECS=30
 
 usage() {
@@ -38,6 +40,9 @@ Environment:
   QEMU_SMP, QEMU_MEM  guest size (now: $QEMU_SMP, $QEMU_MEM)
   QEMU_TIMEOUT        hard limit for the whole run, seconds (now: $QEMU_TIMEOUT)
   TCG_TIMEOUT_SCALE   factor on per-test timeouts under TCG (now: $TCG_TIMEOUT_SCALE)
+  QEMU_APPEND         more kernel command line (now: '$QEMU_APPEND'), e.g.
+                      epoll.tests=epoll_ctl_disable_test to run only that
+                      program (comma-separated list)
 
 Exit status: 0 when the guest ran to its end, 1 otherwise (the verdict on
 the tests is scripts/summarize.sh's).
@@ -109,7 +114,10 @@ main() {
 	printf '%s\n' "${accel%%,*}" > "$RESULTS_DIR/accel"
 	log "booting with -accel $accel, -smp $QEMU_SMP"
 	start=$(date +%s)
-	qemu "$accel" "$QEMU_TIMEOUT" "$CONSOLE" "epoll.timeout_scale=$scale"
+	# QEMU_APPEND is split into its words, one kernel parameter each.
+	# shellcheck disable=SC2086
+	qemu "$accel" "$QEMU_TIMEOUT" "$CONSOLE" "epoll.timeout_scale=$scale" \
+		$QEMU_APPEND
 	log "guest ran $(($(date +%s) - start))s"
 	grep -q '^epoll-guest: done' "$CONSOLE" ||
 		die "guest did not finish within ${QEMU_TIMEOUT}s: see $CONSOLE"

@@ -46,6 +46,22 @@ need_worktree() {
 		die "no patched tree in $WORKTREE: run scripts/apply-series.sh first"
 }
 
+# Check out @rev in @dir, a worktree of $WORKTREE. An existing one is
+# reused, so that unchanged files keep their mtimes for incremental
+# builds; one left from another clone, whose repository lacks the
+# series' commits, is made anew.
+worktree_at() {
+	local dir=$1 rev=$2
+
+	if [ "$(git -C "$dir" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)" != \
+	     "$(git -C "$WORKTREE" rev-parse --path-format=absolute --git-common-dir)" ]; then
+		rm -rf "$dir"
+		git -C "$WORKTREE" worktree prune
+		git -C "$WORKTREE" worktree add -q --detach "$dir" "$rev"
+	fi
+	git -C "$dir" checkout -q -f --detach "$rev"
+}
+
 # The commit the series applies to, recorded by apply-series.sh.
 base_commit() {
 	cat "$OUT_DIR/base-commit" 2>/dev/null ||

@@ -115,14 +115,7 @@ build() {
 	base=$(base_commit)
 	objs=$(touched_objects | tr '\n' ' ')
 	[ -n "$objs" ] || { log "the series touches no C file built in this configuration"; return; }
-	# A worktree of $WORKTREE itself: one left from another clone would
-	# lack the series' commits.
-	if [ "$(git -C "$BISECT_TREE" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)" != \
-	     "$(git -C "$WORKTREE" rev-parse --path-format=absolute --git-common-dir)" ]; then
-		rm -rf "$BISECT_TREE"
-		git -C "$WORKTREE" worktree prune
-		git -C "$WORKTREE" worktree add -q --detach "$BISECT_TREE" "$base"
-	fi
+	worktree_at "$BISECT_TREE" "$base"
 	mkdir -p "$BISECT_BUILD"
 	cmp -s "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config" ||
 		cp "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config"

@@ -40,13 +40,7 @@ EOF
 }
 
 prepare() {
-	if [ -d "$MUT_OUT/linux" ]; then
-		git -C "$MUT_OUT/linux" checkout -q -f --detach "$SERIES_BRANCH" ||
-			die "cannot reset $MUT_OUT/linux: remove it and run again"
-	else
-		git -C "$WORKTREE" worktree prune
-		git -C "$WORKTREE" worktree add -q --detach "$MUT_OUT/linux" "$SERIES_BRANCH"
-	fi
+	worktree_at "$MUT_OUT/linux" "$SERIES_BRANCH"
 	git -C "$MUT_OUT/linux" apply "$PATCH" ||
 		die "mutants/guest.patch does not apply on top of the series: regenerate it (see its header)"
 	cp "$OUT_DIR/base-commit" "$MUT_OUT/"

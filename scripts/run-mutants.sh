@@ -98,32 +98,20 @@ check_list() {
 	for prog in $(entries | awk '{ print $2 }' | sort -u); do
 		src="$WORKTREE/tools/testing/selftests/filesystems/epoll/$prog.c"
 		[ -f "$src" ] || { log "no test program $prog ($src)"; problems=$((problems + 1)); continue; }
-		for t in $(entries | awk -v p="$prog" '$2 == p { gsub(",", " ", $3); print $3 }'); do
-			test_names "$src" | grep -qFx "$t" || {
-				log "$prog has no test $t"
-				problems=$((problems + 1))
-			}
+		entries | awk -v p="$prog" '$2 == p { print $3 }' | tr , '\n' |
+			LC_ALL=C sort -u > "$MUT_OUT/listed"
+		test_names "$src" | LC_ALL=C sort -u > "$MUT_OUT/names"
+		for t in $(LC_ALL=C comm -23 "$MUT_OUT/listed" "$MUT_OUT/names"); do
+			log "$prog has no test $t"
+			problems=$((problems + 1))
 		done
-		for t in $(test_names "$src"); do
-			entries | awk -v p="$prog" '$2 == p { print $3 }' | tr , '\n' | grep -qFx "$t" || {
-				log "$prog: $t is listed for no mutant"
-				problems=$((problems + 1))
-			}
+		for t in $(LC_ALL=C comm -13 "$MUT_OUT/listed" "$MUT_OUT/names"); do
+			log "$prog: $t is listed for no mutant"
+			problems=$((problems + 1))
 		done
 	done
 	[ "$problems" -eq 0 ] || die "mutants/: $problems problems"
 	log "mutants/guest.list: $(wc -l <<<"$in_list") mutants, every test of $(entries | awk '{ print $2 }' | sort -u | tr '\n' ' ')listed"
-}
-
-# Names of the failed tests of @prog in @abi, from a guest console.
-failed_tests() {
-	local log=$1 abi=$2 prog=$3
-
-	awk -v sect="$abi/$prog" '
-		{ sub(/\r$/, "") }
-		/^# selftests: filesystems\/epoll: / { on = index($0, ": " sect " ") > 0 }
-		on && /^# not ok [0-9]+ / { print $5 }
-	' "$log"
 }
 
 # Boot mutant @n with @prog; print one result line, fail if it survived.
@@ -133,13 +121,13 @@ run_one() {
 	log="$MUT_OUT/results/mutant-$n.log"
 	start=$(date +%s)
 	OUT_DIR=$MUT_OUT QEMU_APPEND="epoll_mutant=$n kunit.enable=0 epoll.tests=$prog" \
-		"$REPO_DIR/scripts/run-qemu.sh" 2>/dev/null || true
+		"$REPO_DIR/scripts/run-qemu.sh" 2>>"$MUT_OUT/results/run-qemu.log" || true
 	cp "$MUT_OUT/results/console.log" "$log"
 	grep -q '^epoll-guest: done' "$log" || missing="(guest did not finish) "
+	failed=$("$REPO_DIR/scripts/summarize.py" --list-failed "$MUT_OUT/results")
 	for abi in m64 m32; do
-		failed=$(failed_tests "$log" "$abi" "$prog")
 		for t in ${tests//,/ }; do
-			grep -qFx "$t" <<<"$failed" || missing+="$abi/$t "
+			grep -qFx "$abi/$prog:$t" <<<"$failed" || missing+="$abi/$t "
 		done
 	done
 	if [ -z "$missing" ]; then
@@ -156,7 +144,7 @@ main() {
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
-	--check) need_worktree; check_list; exit 0 ;;
+	--check) need_worktree; mkdir -p "$MUT_OUT"; check_list; exit 0 ;;
 	esac
 	for n in "$@"; do
 		[[ $n =~ ^[0-9]+$ ]] || { usage >&2; exit 1; }

@@ -143,9 +143,16 @@ def main():
                     help='the tree has a KUnit suite: no KUnit result is a failure')
     ap.add_argument('--allow-skip', action='store_true',
                     help='do not count skipped tests as failures')
+    ap.add_argument('--list-failed', action='store_true',
+                    help='only print the failed kselftests of console.log, '
+                         'one <abi>/<program>:<test> a line')
     args = ap.parse_args()
     if not os.path.isdir(args.results):
         ap.error(f'{args.results} is not a directory')
+    if args.list_failed:
+        tests, _ = selftest_results(read_lines(os.path.join(args.results, 'console.log')) or [])
+        print('\n'.join(t for t, status in tests if status == 'fail'))
+        return 0
 
     problems, out = [], []
     summary = {'stages': stages(os.path.join(args.results, 'stages.tsv'))}

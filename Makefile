@@ -4,7 +4,14 @@
 
 SHELL := /bin/bash
 OUT_DIR ?= $(CURDIR)/out
-export OUT_DIR
+ifeq ($(filter /%,$(OUT_DIR)),)
+$(error OUT_DIR must be an absolute path, not '$(OUT_DIR)')
+endif
+ifeq ($(abspath $(OUT_DIR)),/)
+$(error OUT_DIR must not be /)
+endif
+# Settings the scripts read (make help lists them).
+export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -32,6 +39,16 @@ endef
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
+	@printf '%s\n' '' 'Variables (make VAR=value target, or in the environment):' \
+	  '  OUT_DIR       absolute path for trees, builds, results (default: ./out)' \
+	  '  KERNEL_TREE   a kernel git tree to use instead of Debian'"'"'s linux-source-6.12' \
+	  '  KERNEL_BASE   the commit of KERNEL_TREE to apply to (default: its HEAD)' \
+	  '  JOBS          parallel make jobs (default: nproc)' \
+	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
+	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
+	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
+	  '  SEND=1        make submit: really send the mails' \
+	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
 run:
@@ -69,6 +86,7 @@ qemu:
 summary:
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 ## make lint     series checks, checkpatch, bisect build + sparse + coccinelle, docs
+## make lint-series lint-docs   the two halves of make lint
 lint: lint-series lint-docs
 lint-series:
 	$(S)/check-series.sh
@@ -92,6 +110,6 @@ export:
 submit:
 	$(S)/submit.sh $(if $(SEND),--send)
 
-## make clean    remove build dirs and results (the cache stays)
+## make clean    remove build dirs and results (the cache and out/linux stay)
 clean:
-	rm -rf $(OUT_DIR)/build $(OUT_DIR)/results
+	rm -rf -- $(OUT_DIR)/build $(OUT_DIR)/results

@@ -95,7 +95,7 @@ main() {
 	*) usage >&2; exit 1 ;;
 	esac
 	need_worktree
-	command -v ccache >/dev/null || die "ccache missing: run scripts/install-deps.sh"
+	command -v ccache >/dev/null || die "ccache missing: run 'make deps' (scripts/install-deps.sh)"
 	configure
 	kmake -j"$JOBS" bzImage
 	kmake headers_install >/dev/null

@@ -6,8 +6,9 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly TEST_DIR="tools/testing/selftests/filesystems/epoll"
-readonly HDRS="$BUILD_DIR/qemu/usr/include"
+readonly TARGET="filesystems/epoll"
+readonly KBUILD="$BUILD_DIR/qemu"
+readonly HDRS="$KBUILD/usr/include"
 readonly OUT="$BUILD_DIR/selftests"
 # ABIs to build for; x86-64 packs struct epoll_event, i386 does not need to.
 readonly ABIS=(m64 m32)
@@ -16,10 +17,12 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Build $TEST_DIR of the patched tree with the
-uapi headers that scripts/build-kernel.sh installed ($HDRS),
-statically, once per ABI (${ABIS[*]}), into $OUT/<abi>/.
-The directory's 'settings' file, if any, is copied beside the binaries.
+Build and install tools/testing/selftests/$TARGET of the patched tree
+with 'make -C tools/testing/selftests TARGETS=$TARGET install', against
+the uapi headers that scripts/build-kernel.sh installed ($HDRS),
+statically, once per ABI (${ABIS[*]}), into $OUT/<abi>/: the
+programs and their settings under $TARGET/, run_kselftest.sh and
+kselftest-list.txt, as the kselftest documentation describes.
 
 Environment:
   OUT_DIR  output directory (now: $OUT_DIR)
@@ -31,16 +34,17 @@ EOF
 build_abi() {
 	local abi=$1 dest="$OUT/$1"
 
-	rm -rf "$dest"
-	mkdir -p "$dest"
+	rm -rf "$dest" "$OUT/build-$abi"
+	# The selftests' own 'make install': the programs, their settings,
+	# kselftest-list.txt and run_kselftest.sh, which the guest runs.
 	CFLAGS="-$abi -static -O2 -g" LDFLAGS="-$abi -static" \
-		make -s -C "$WORKTREE/$TEST_DIR" OUTPUT="$dest" \
-		KHDR_INCLUDES="-isystem $HDRS" all >/dev/null ||
-		die "selftests failed to build for -$abi"
-	[ ! -f "$WORKTREE/$TEST_DIR/settings" ] || cp "$WORKTREE/$TEST_DIR/settings" "$dest/"
-	find "$dest" -maxdepth 1 -type f -perm -u+x -printf '%f\n' | sort > "$dest/list"
-	[ -s "$dest/list" ] || die "no test program was built for -$abi"
-	log "-$abi: $(tr '\n' ' ' < "$dest/list")"
+		make -s -C "$WORKTREE/tools/testing/selftests" TARGETS="$TARGET" \
+		O="$KBUILD" BUILD="$OUT/build-$abi" KSFT_INSTALL_PATH="$dest" \
+		install >"$OUT/build-$abi.log" 2>&1 ||
+		die "selftests failed to build for -$abi: see $OUT/build-$abi.log"
+	grep -q "^$TARGET:" "$dest/kselftest-list.txt" ||
+		die "no test program was built for -$abi"
+	log "-$abi: $(sed -n "s|^$TARGET:||p" "$dest/kselftest-list.txt" | tr '\n' ' ')"
 }
 
 main() {
@@ -52,7 +56,7 @@ main() {
 	*) usage >&2; exit 1 ;;
 	esac
 	need_worktree
-	[ -f "$HDRS/linux/eventpoll.h" ] || die "no uapi headers in $HDRS: run scripts/build-kernel.sh"
+	[ -f "$HDRS/linux/eventpoll.h" ] || die "no uapi headers in $HDRS: run 'make kernel' (scripts/build-kernel.sh)"
 	for abi in "${ABIS[@]}"; do
 		build_abi "$abi"
 	done

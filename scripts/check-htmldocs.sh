@@ -80,7 +80,7 @@ base_warnings() {
 
 	base=$(base_commit)
 	git -C "$ksrc" rev-parse -q --verify "$base^{commit}" >/dev/null ||
-		die "base commit $base is not in $ksrc: run scripts/apply-series.sh"
+		die "base commit $base is not in $ksrc: run 'make tree' (scripts/apply-series.sh)"
 	key="$CACHE/$base-sphinx-$(sphinx-build --version 2>&1 | awk '{ print $NF }').warnings"
 	if [ "$rebuild" -eq 0 ] && [ -f "$key" ]; then
 		log "base $(git -C "$ksrc" log -1 --format=%h "$base"): warnings cached in $key"
@@ -117,14 +117,14 @@ main() {
 	[ $# -le 1 ] || { usage >&2; exit 1; }
 	ksrc=${1:-${KERNEL_SRC:-$WORKTREE}}
 	ksrc=$(cd "$ksrc" 2>/dev/null && pwd) ||
-		die "no kernel tree at ${1:-${KERNEL_SRC:-$WORKTREE}}: run scripts/apply-series.sh"
+		die "no kernel tree at ${1:-${KERNEL_SRC:-$WORKTREE}}: run 'make tree' (scripts/apply-series.sh)"
 	if [ ! -f "$ksrc/Documentation/Makefile" ] || ! git -C "$ksrc" rev-parse -q --git-dir >/dev/null; then
 		die "$ksrc is not a kernel git tree (set KERNEL_SRC or pass it)"
 	fi
 	[ -f "$ksrc/Documentation/$DOC.rst" ] ||
 		die "no Documentation/$DOC.rst in $ksrc: is the series applied? (scripts/apply-series.sh)"
 	command -v sphinx-build >/dev/null ||
-		die "sphinx-build is not installed: run scripts/install-deps.sh"
+		die "sphinx-build is not installed: run 'make deps' (scripts/install-deps.sh)"
 	mkdir -p "$LOG"
 	rm -f "$LOG"/*.log "$LOG"/*.warnings
 

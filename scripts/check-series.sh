@@ -19,7 +19,8 @@ Check, after scripts/apply-series.sh has applied the series with 'git am':
      (at most $MAX_SUBJECT characters after the tag), a changelog,
      Signed-off-by, '---' and a diffstat;
   3. patches/, series, kunit/ and selftests/ are what scripts/export-series.sh
-     makes from the applied commits (nothing hand-edited, nothing stale);
+     makes from the applied commits (nothing hand-edited, nothing stale),
+     whoever runs the check: the export adds no identity of its own;
   4. 'quilt push -a --fuzz=0' gives the same files as 'git am'.
 
 Exit status: 0 when all checks pass, 1 otherwise.
@@ -27,6 +28,7 @@ EOF
 }
 
 fail=0
+drifted=0
 problem() { printf '%s: %s\n' "${0##*/}" "$*" >&2; fail=1; }
 
 check_listing() {
@@ -75,15 +77,23 @@ check_headers() {
 check_drift() {
 	local tmp=$1 d
 
-	"$REPO_DIR/scripts/export-series.sh" -o "$tmp/export" >/dev/null 2>&1 ||
-		{ problem "scripts/export-series.sh failed on the applied tree"; return; }
+	if ! "$REPO_DIR/scripts/export-series.sh" -o "$tmp/export" >/dev/null 2>"$tmp/export.log"; then
+		problem "scripts/export-series.sh failed on the applied tree:"
+		sed 's/^/    /' "$tmp/export.log" >&2
+		return
+	fi
 	for d in patches series kunit selftests; do
-		[ -e "$REPO_DIR/$d" ] || mkdir -p "$REPO_DIR/$d"
-		diff -r -q "$tmp/export/$d" "$REPO_DIR/$d" >/dev/null 2>&1 && continue
-		problem "$d differs from what the applied commits export:"
-		diff -r -u "$REPO_DIR/$d" "$tmp/export/$d" | head -20 | sed 's/^/    /' >&2
-		problem "run scripts/export-series.sh (or fix the commits in $WORKTREE)"
+		if [ ! -e "$REPO_DIR/$d" ]; then
+			problem "$d is missing"
+			continue
+		fi
+		diff -r -u "$REPO_DIR/$d" "$tmp/export/$d" > "$tmp/$d.diff" 2>&1 && continue
+		problem "$d differs from what the applied commits export ($(grep -c '^[-+][^-+]' "$tmp/$d.diff") lines; first 20):"
+		head -20 "$tmp/$d.diff" | sed 's/^/    /' >&2
+		drifted=1
 	done
+	[ "$drifted" -eq 0 ] ||
+		problem "remedy: edit the commits in $WORKTREE ('make tree' makes them), then 'make export'; never edit patches/, series, kunit/ or selftests/ by hand"
 }
 
 # quilt on a copy of just the files the series touches, compared with git am.

@@ -17,8 +17,10 @@ usage() {
 Usage: ${0##*/} [-h] [-o DIR]
 
 Regenerate the product from the commits base..$SERIES_BRANCH in \$OUT_DIR/linux:
-  patches/    'git format-patch' mails (names as format-patch makes them),
-              Signed-off-by of the exporter's git identity added if missing
+  patches/    'git format-patch' mails (names as format-patch makes them);
+              nothing is added: sign off when you commit ('git commit -s'),
+              so that the result depends on the commits only, never on
+              whose git identity runs the export
   series      rewritten in the same order; each patch keeps the '#' section
               it had (matched by name without its number); new ones follow
               the patch before them
@@ -92,14 +94,14 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
-	need_worktree
+	need_branch
 	base=$(base_commit)
 	[ -z "$(git -C "$WORKTREE" status --porcelain --untracked-files=no)" ] ||
 		die "uncommitted changes in $WORKTREE: commit or stash them first"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 
-	git -C "$WORKTREE" format-patch -q --signoff --no-signature --zero-commit \
+	git -C "$WORKTREE" format-patch -q --no-signature --zero-commit \
 		--numbered -o "$tmp/patches" "$base..HEAD" ||
 		die "git format-patch failed"
 	ls "$tmp/patches" > "$tmp/new" 2>/dev/null || : > "$tmp/new"
@@ -111,6 +113,8 @@ main() {
 	cp -r "$tmp/patches" "$dest/patches"
 	cp "$tmp/series" "$dest/series"
 	mirror "$dest" "$base"
+	# Exported: the commits are in patches/ now, 'make tree' may reset them.
+	[ "$dest" != "$REPO_DIR" ] || record_head
 	log "exported $(wc -l < "$tmp/new") patches to $dest"
 }
 

@@ -32,7 +32,7 @@ EOF
 debian_base() {
 	local debver tarball repo tag kver
 	debver=$(dpkg-query -W -f='${Version}' "$BASE_PACKAGE" 2>/dev/null) ||
-		die "$BASE_PACKAGE is not installed: run scripts/install-deps.sh"
+		die "$BASE_PACKAGE is not installed: run 'make deps' (scripts/install-deps.sh)"
 	tarball=$(dpkg -L "$BASE_PACKAGE" | grep -m1 '\.tar\.xz$') ||
 		die "$BASE_PACKAGE ships no tarball"
 	repo="$EPOLL_CACHE_DIR/base/$BASE_PACKAGE-$debver"

@@ -10,6 +10,9 @@ readonly REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${EPOLL_CACHE_DIR:=${XDG_CACHE_HOME:-$HOME/.cache}/eventpoll-series}"
 # Everything this checkout generates: work tree, build dirs, results.
 : "${OUT_DIR:=$REPO_DIR/out}"
+# Scripts remove and recreate directories below it: never the root.
+OUT_DIR=$(realpath -m "$OUT_DIR")
+[ "$OUT_DIR" != / ] || { echo "OUT_DIR must not be /" >&2; exit 1; }
 # An existing kernel git tree to use instead of Debian's linux-source-6.12.
 : "${KERNEL_TREE:=}"
 # Debian package that provides the default base tree.
@@ -41,9 +44,32 @@ series_patches() {
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$SERIES_FILE"
 }
 
-need_worktree() {
+# The commit the branch was at when apply-series.sh or export-series.sh
+# last left it: commits beyond it are the user's, not yet in patches/.
+readonly SERIES_HEAD_FILE="$OUT_DIR/series-head"
+# Present only while the whole series is applied: a failed 'git am' removes
+# it, so that no stage tests a half-applied series.
+readonly SERIES_APPLIED_FILE="$OUT_DIR/series-applied"
+
+need_branch() {
 	git -C "$WORKTREE" rev-parse --verify -q "$SERIES_BRANCH" >/dev/null ||
-		die "no patched tree in $WORKTREE: run scripts/apply-series.sh first"
+		die "no patched tree in $WORKTREE: run 'make tree' (scripts/apply-series.sh) first"
+}
+
+need_worktree() {
+	need_branch
+	[ -f "$SERIES_APPLIED_FILE" ] ||
+		die "the series is not fully applied in $WORKTREE (the last 'make tree' failed):" \
+			"fix the patch it named, or run 'make tree' again"
+}
+
+# The branch head recorded in $SERIES_HEAD_FILE, if any.
+recorded_head() {
+	cat "$SERIES_HEAD_FILE" 2>/dev/null || true
+}
+
+record_head() {
+	git -C "$WORKTREE" rev-parse HEAD > "$SERIES_HEAD_FILE"
 }
 
 # Check out @rev in @dir, a worktree of $WORKTREE. An existing one is
@@ -65,7 +91,7 @@ worktree_at() {
 # The commit the series applies to, recorded by apply-series.sh.
 base_commit() {
 	cat "$OUT_DIR/base-commit" 2>/dev/null ||
-		die "no base recorded: run scripts/apply-series.sh first"
+		die "no base recorded: run 'make tree' (scripts/apply-series.sh) first"
 }
 
 # Checks that report each result and count the failures (lint-docs.sh,

@@ -156,7 +156,7 @@ main() {
 		case "$what" in
 		checkpatch) checkpatch ;;
 		build)
-			[ -f "$BUILD_DIR/qemu/.config" ] || die "no guest .config: run scripts/build-kernel.sh first"
+			[ -f "$BUILD_DIR/qemu/.config" ] || die "no guest .config: run 'make kernel' (scripts/build-kernel.sh) first"
 			build ;;
 		*) usage >&2; exit 1 ;;
 		esac

@@ -14,9 +14,11 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Make $IMAGE: a static busybox with its applets,
-scripts/guest/init as /init, and $BUILD_DIR/selftests/<abi>/ as
-/tests/<abi>/ (from scripts/build-selftests.sh).
+Make $IMAGE: a static busybox with its applets in /bin,
+guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
+runner needs of coreutils' timeout), and the kselftest installation of
+each ABI, $BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
+/tests/<abi>/.
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -29,8 +31,9 @@ main() {
 	*) usage >&2; exit 1 ;;
 	esac
 	[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
-		die "$BUSYBOX is not a static busybox: run scripts/install-deps.sh (busybox-static)"
-	[ -d "$BUILD_DIR/selftests" ] || die "no selftests built: run scripts/build-selftests.sh"
+		die "$BUSYBOX is not a static busybox: run 'make deps' (scripts/install-deps.sh) (busybox-static)"
+	compgen -G "$BUILD_DIR/selftests/*/run_kselftest.sh" >/dev/null ||
+		die "no selftests built: run 'make selftests' (scripts/build-selftests.sh)"
 
 	rm -rf "$ROOT"
 	mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,tests}
@@ -38,12 +41,15 @@ main() {
 	"$BUSYBOX" --list | while read -r applet; do
 		[ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
 	done
-	mkdir -p "$ROOT/sbin" "$ROOT/usr"
-	ln -s ../bin "$ROOT/usr/bin"
-	ln -s ../bin "$ROOT/usr/sbin"
+	mkdir -p "$ROOT/sbin" "$ROOT/usr/bin"
 	ln -s ../bin/reboot "$ROOT/sbin/reboot"
-	install -m 0755 "$REPO_DIR/scripts/guest/init" "$ROOT/init"
-	cp -a "$BUILD_DIR/selftests/." "$ROOT/tests/"
+	install -m 0755 "$REPO_DIR/guest/init" "$ROOT/init"
+	install -m 0755 "$REPO_DIR/guest/timeout" "$ROOT/usr/bin/timeout"
+	for abi in "$BUILD_DIR"/selftests/*/; do
+		[ -f "$abi/run_kselftest.sh" ] || continue
+		mkdir -p "$ROOT/tests/$(basename "$abi")"
+		cp -a "$abi/." "$ROOT/tests/$(basename "$abi")/"
+	done
 	(cd "$ROOT" && find . -print0 | sort -z |
 		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -1 > "$IMAGE"
 	log "$IMAGE: $(du -h "$IMAGE" | cut -f1)"

@@ -18,7 +18,7 @@ Run 'tools/testing/kunit/kunit.py run --kunitconfig=$KUNITCONFIG'
 in the patched tree, on UML, built in $KUNIT_BUILD with ccache.
 The raw log goes to \$OUT_DIR/results/kunit-uml.log, the parsed results to
 kunit-uml.json. Without $KUNITCONFIG in the tree, report that no
-test ran (scripts/summarize.sh decides whether that is a failure).
+test ran (scripts/summarize.py decides whether that is a failure).
 
 Environment:
   OUT_DIR        output directory (now: $OUT_DIR)

@@ -122,8 +122,8 @@ run_one() {
 	start=$(date +%s)
 	OUT_DIR=$MUT_OUT QEMU_APPEND="epoll_mutant=$n kunit.enable=0 epoll.tests=$prog" \
 		"$REPO_DIR/scripts/run-qemu.sh" 2>>"$MUT_OUT/results/run-qemu.log" || true
-	cp "$MUT_OUT/results/console.log" "$log"
-	grep -q '^epoll-guest: done' "$log" || missing="(guest did not finish) "
+	cp "$MUT_OUT/results/ktap.log" "$log"
+	grep -q '^# epoll-guest: done' "$log" || missing="(guest did not finish) "
 	failed=$("$REPO_DIR/scripts/summarize.py" --list-failed "$MUT_OUT/results")
 	for abi in m64 m32; do
 		for t in ${tests//,/ }; do
@@ -132,7 +132,7 @@ run_one() {
 	done
 	if [ -z "$missing" ]; then
 		printf 'killed    %3s  %s (%s failed, %ss)\n' "$n" "$what" \
-			"$(grep -c '^# not ok [0-9]* ' "$log")" "$(($(date +%s) - start))"
+			"$(grep -c '^ *# not ok [0-9]* ' "$log")" "$(($(date +%s) - start))"
 		return 0
 	fi
 	printf 'SURVIVED  %3s  %s: passed %s\n' "$n" "$what" "$missing"

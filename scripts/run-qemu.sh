@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boot the built kernel with the test initramfs in QEMU; keep the console log.
+# Boot the built kernel with the test initramfs in QEMU; keep the kernel log
+# and the tests' KTAP apart.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
 readonly KERNEL="$BUILD_DIR/qemu/arch/x86/boot/bzImage"
 readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
+# First serial port: the kernel's console. Second: the kselftests' KTAP.
 readonly CONSOLE="$RESULTS_DIR/console.log"
+readonly KTAP="$RESULTS_DIR/ktap.log"
 # qboot, not SeaBIOS: without ACPI, SeaBIOS shows the guest a single CPU.
 readonly BIOS=/usr/share/qemu/qboot.rom
 # Two vCPUs: upstream's epoll59 needs a second CPU to finish in time.
@@ -29,7 +32,9 @@ Usage: ${0##*/} [-h]
 
 Boot $KERNEL with $IMAGE
 under QEMU (x86_64, $QEMU_SMP CPUs, $QEMU_MEM); the guest runs the selftests
-and reboots. The console goes to $CONSOLE.
+and reboots. The kernel's console (its log and boot-time KUnit) goes to
+$CONSOLE, the kselftests' KTAP to
+$KTAP.
 
 Environment:
   QEMU_ACCEL          kvm, tcg or auto (now: $QEMU_ACCEL); auto boots the
@@ -45,19 +50,19 @@ Environment:
                       program (comma-separated list)
 
 Exit status: 0 when the guest ran to its end, 1 otherwise (the verdict on
-the tests is scripts/summarize.sh's).
+the tests is scripts/summarize.py's).
 EOF
 }
 
 qemu() {
-	local accel=$1 limit=$2 log=$3
-	shift 3
+	local accel=$1 limit=$2 log=$3 ktap=$4
+	shift 4
 
 	timeout --kill-after=5 "$limit" qemu-system-x86_64 \
 		-accel "$accel" -smp "$QEMU_SMP" -m "$QEMU_MEM" -bios "$BIOS" \
 		-kernel "$KERNEL" -initrd "$IMAGE" \
-		-append "console=ttyS0 panic=-1 $*" \
-		-display none -monitor none -serial "file:$log" \
+		-append "console=ttyS0 panic=-1 epoll_guest=1 $*" \
+		-display none -monitor none -serial "file:$log" -serial "file:$ktap" \
 		-no-reboot </dev/null || true
 }
 
@@ -83,7 +88,7 @@ pick_accel() {
 		if [ -w /dev/kvm ]; then
 			# rdinit=/bin/true: the kernel reaches userspace, then
 			# panics at once; the panic line proves the guest ran.
-			qemu kvm "$KVM_PROBE_SECS" "$probe" rdinit=/bin/true
+			qemu kvm "$KVM_PROBE_SECS" "$probe" /dev/null rdinit=/bin/true
 			! grep -q 'Attempted to kill init' "$probe" || echo kvm > "$verdict.new"
 		fi
 		mv "$verdict.new" "$verdict"
@@ -104,9 +109,9 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
-	[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run scripts/build-kernel.sh"
-	[ -f "$IMAGE" ] || die "no initramfs at $IMAGE: run scripts/make-initramfs.sh"
-	[ -f "$BIOS" ] || die "no $BIOS: run scripts/install-deps.sh (qemu-system-data)"
+	[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel' (scripts/build-kernel.sh)"
+	[ -f "$IMAGE" ] || die "no initramfs at $IMAGE: run 'make initramfs' (scripts/make-initramfs.sh)"
+	[ -f "$BIOS" ] || die "no $BIOS: run 'make deps' (scripts/install-deps.sh) (qemu-system-data)"
 	mkdir -p "$RESULTS_DIR"
 
 	accel=$(pick_accel)
@@ -116,11 +121,11 @@ main() {
 	start=$(date +%s)
 	# QEMU_APPEND is split into its words, one kernel parameter each.
 	# shellcheck disable=SC2086
-	qemu "$accel" "$QEMU_TIMEOUT" "$CONSOLE" "epoll.timeout_scale=$scale" \
+	qemu "$accel" "$QEMU_TIMEOUT" "$CONSOLE" "$KTAP" "epoll.timeout_scale=$scale" \
 		$QEMU_APPEND
 	log "guest ran $(($(date +%s) - start))s"
-	grep -q '^epoll-guest: done' "$CONSOLE" ||
-		die "guest did not finish within ${QEMU_TIMEOUT}s: see $CONSOLE"
+	grep -q '^# epoll-guest: done' "$KTAP" ||
+		die "guest did not finish within ${QEMU_TIMEOUT}s: see $CONSOLE and $KTAP"
 }
 
 main "$@"

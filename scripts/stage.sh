@@ -10,7 +10,7 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-k] NAME COMMAND [ARG...]
 
-Run COMMAND, append "NAME<TAB>seconds<TAB>exit status" to
+Run COMMAND, append "NAME<TAB>seconds<TAB>exit status<TAB>start (epoch)" to
 \$OUT_DIR/results/stages.tsv and exit with COMMAND's status.
   -k   keep going: record a failure but exit 0 (for test stages, whose
        verdict scripts/summarize.py gives once the others have run)
@@ -33,7 +33,8 @@ main() {
 	printf '==> %s\n' "$name" >&2
 	start=$(date +%s)
 	"$@" || rc=$?
-	printf '%s\t%s\t%s\n' "$name" "$(($(date +%s) - start))" "$rc" >> "$RESULTS_DIR/stages.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$name" "$(($(date +%s) - start))" "$rc" "$start" \
+		>> "$RESULTS_DIR/stages.tsv"
 	[ "$rc" -eq 0 ] || log "stage $name failed (exit $rc)"
 	[ "$keep" -eq 0 ] || exit 0
 	exit "$rc"

@@ -1,30 +1,45 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """Turn the raw logs of a run into one verdict.
 
 Reads, from the results directory:
-  stages.tsv      name, seconds, exit status per stage (scripts/stage.sh)
-  kunit-uml.log   kunit.py's raw UML log (scripts/run-kunit.sh)
-  console.log     the QEMU guest console: boot-time KUnit, then the
-                  kselftests' KTAP (scripts/run-qemu.sh)
-Writes summary.txt and summary.json there and prints summary.txt.
+  stages.tsv        name, seconds, exit status, start time per stage
+                    (scripts/stage.sh)
+  kunit-uml.json    kunit.py's parsed UML results, kunit-uml.log its raw
+                    log (scripts/run-kunit.sh)
+  console.log       the guest's kernel log, boot-time KUnit included
+                    (scripts/run-qemu.sh); parsed with 'kunit.py parse'
+  ktap.log          the guest's kselftest KTAP: one subtest per ABI, each
+                    the output of kselftest's run_kselftest.sh
+  accel             the accelerator the guest ran with
+Writes summary.txt and summary.json (Documentation/summary.schema.json,
+checked before it is written) there and prints summary.txt.
 
 A test counts as passed only if it says ok without SKIP. Any failure,
 any skip, a missing result the tree provides tests for, or a kernel log
-with a WARN, BUG, KASAN, lockdep, RCU stall or hung task report fails
-the run. Exit status: 0 when the run passed, 1 when it failed, 2 on
-bad usage.
+(never the tests' own output) with a WARN, BUG, KASAN, lockdep, RCU
+stall or hung task report fails the run. Exit status: 0 when the run
+passed, 1 when it failed, 2 on bad usage.
 """
 
 import argparse
+import datetime
+import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 
+SCHEMA_VERSION = 2
+ORIGIN = 'eventpoll_series'
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')
+
 TIMESTAMP = re.compile(r'^\[\s*\d+\.\d+\]\s?')
-RESULT = re.compile(r'^(?P<indent>\s*)(?P<ok>ok|not ok) (?P<num>\d+) (?P<name>[^#]*?)'
+RESULT = re.compile(r'^(?P<ok>ok|not ok) (?P<num>\d+) (?P<name>[^#]*?)'
                     r'\s*(?:#\s*(?P<directive>.*))?$')
+PROGRAM_HEADER = re.compile(r'^# selftests: (?P<collection>[^:]+): (?P<program>\S+)')
 
 # Reports that make a kernel log a failure, whatever the tests said.
 SPLATS = [
@@ -44,6 +59,8 @@ SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'KernelAddressSanitizer.*enabled|'
                          r'Attempted to kill init')
 
+GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest)')
+
 
 def read_lines(path):
     try:
@@ -53,56 +70,102 @@ def read_lines(path):
         return None
 
 
-def kunit_cases(lines):
-    """Leaf results of every KUnit suite: suite.case or suite.case.param."""
-    cases, suite_cases, params = [], [], []
-    for line in lines:
-        m = RESULT.match(line)
-        if not m:
-            continue
-        depth = len(m['indent'].expandtabs(4)) // 4
-        status = result_status(m)
-        if depth == 2:
-            params.append((m['name'], status))
-        elif depth == 1:
-            if params:
-                suite_cases += [(f"{m['name']}.{p}", s) for p, s in params]
-            else:
-                suite_cases.append((m['name'], status))
-            params = []
-        elif depth == 0:
-            cases += [(f"{m['name']}.{c}", s) for c, s in suite_cases]
-            if not suite_cases:
-                cases.append((m['name'], status))
-            suite_cases = []
+def read_text(path):
+    try:
+        with open(path, errors='replace') as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def status_of(m):
+    """KTAP: SKIP wins over ok/not ok, as kunit_parser has it."""
+    if (m['directive'] or '').strip().upper().startswith('SKIP'):
+        return 'skip'
+    return 'pass' if m['ok'] == 'ok' else 'fail'
+
+
+def kunit_cases(json_path):
+    """Leaf cases of kunit.py's JSON: ([suite, case, param...], status)."""
+    try:
+        with open(json_path) as f:
+            root = json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    status = {'PASS': 'pass', 'SKIP': 'skip'}
+    cases = []
+
+    def walk(group, names):
+        for case in group.get('test_cases', []):
+            cases.append((names + [case['name']], status.get(case['status'], 'fail')))
+        for sub in group.get('sub_groups', []):
+            walk(sub, names + [sub['name']])
+    walk(root, [])
     return cases
 
 
-def result_status(m):
-    directive = (m['directive'] or '').strip().upper()
-    if m['ok'] == 'not ok':
-        return 'fail'
-    return 'skip' if directive.startswith('SKIP') else 'pass'
+def kunit_parse(tree, log_lines, name, results):
+    """'kunit.py parse --json' of a kernel log; the parsed cases or None."""
+    kunit = os.path.join(tree, 'tools', 'testing', 'kunit', 'kunit.py')
+    if not log_lines or not os.path.exists(kunit):
+        return None
+    raw = os.path.abspath(os.path.join(results, f'{name}.log'))
+    out = os.path.abspath(os.path.join(results, f'{name}.json'))
+    with open(raw, 'w') as f:
+        f.write('\n'.join(log_lines) + '\n')
+    with open(os.path.join(results, f'{name}.txt'), 'w') as f:
+        subprocess.run([sys.executable, kunit, 'parse', f'--json={out}', raw],
+                       stdout=f, stderr=subprocess.STDOUT, check=False)
+    return kunit_cases(out)
 
 
-def selftest_results(lines):
-    """Per-test results of each selftest program, then per program."""
-    tests, programs, current = [], [], None
+def kselftest_results(lines):
+    """Programs and their tests in ktap.log: one block per ABI, indented,
+    holding run_kselftest.sh's TAP, whose '# ' lines hold each program's."""
+    programs, tests, block, done = [], [], [], False
     for line in lines:
-        if line.startswith('# selftests: '):
-            current = line.split(': ', 2)[2].split(' ')[0]
-            continue
-        if line.startswith('# ') and current:
-            inner = RESULT.match(line[2:])
-            if inner and not inner['indent']:
-                tests.append((f"{current}:{inner['name']}", result_status(inner)))
+        if line.startswith('# epoll-guest: done'):
+            done = True
+        if line[:1].isspace():
+            block.append(line.strip())
             continue
         m = RESULT.match(line)
-        if m and not m['indent'] and m['name'].startswith('selftests: '):
-            programs.append((m['name'].split(': ', 2)[2], result_status(m),
-                             (m['directive'] or '').strip()))
-            current = None
-    return tests, programs
+        if not m:
+            continue
+        abi, current = m['name'], None
+        for inner in block:
+            header = PROGRAM_HEADER.match(inner)
+            if header:
+                current = header['program']
+                continue
+            r = RESULT.match(inner)
+            if r and r['name'].startswith('selftests: '):
+                directive = (r['directive'] or '').strip()
+                program = r['name'].split(': ', 2)[2]
+                programs.append({'abi': abi, 'program': program,
+                                 'status': status_of(r), 'directive': directive,
+                                 'exit_status': exit_status(r, directive)})
+                current = None
+                continue
+            if current and inner.startswith('# '):
+                t = RESULT.match(inner[2:])
+                if t:
+                    tests.append({'abi': abi, 'program': current, 'test': t['name'],
+                                  'status': status_of(t)})
+        block = []
+    return programs, tests, done
+
+
+def exit_status(m, directive):
+    """The exit status kselftest's runner reports for a program, or None
+    for a timeout."""
+    if directive.startswith('exit='):
+        return int(directive[5:])
+    if directive.upper().startswith('TIMEOUT'):
+        return None
+    if directive.upper().startswith('SKIP'):
+        return 4
+    return 0 if m['ok'] == 'ok' else 1
 
 
 def splats(lines):
@@ -117,107 +180,278 @@ def splats(lines):
     return found
 
 
-def count(results):
-    c = {'pass': 0, 'fail': 0, 'skip': 0}
-    for _, status in results:
-        c[status] += 1
-    return c
-
-
 def stages(path):
     rows = []
     try:
         with open(path) as f:
             for line in f:
-                name, secs, rc = line.rstrip('\n').split('\t')
-                rows.append({'stage': name, 'seconds': int(secs), 'status': int(rc)})
+                fields = line.rstrip('\n').split('\t')
+                row = {'stage': fields[0], 'seconds': int(fields[1]), 'status': int(fields[2])}
+                if len(fields) > 3:
+                    row['start_time'] = iso(int(fields[3]))
+                rows.append(row)
     except FileNotFoundError:
         pass
     return rows
 
 
+def iso(epoch):
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat()
+
+
+def git(tree, *args):
+    try:
+        return subprocess.run(['git', '-C', tree, *args], capture_output=True, text=True,
+                              check=True).stdout.strip() or None
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None
+
+
+def sha256_file(path):
+    try:
+        with open(path, 'rb') as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def patchset_hash():
+    """KCIDB's patchset hash: sha256 over the sha256 of each patch, in order."""
+    try:
+        with open(os.path.join(REPO_DIR, 'series')) as f:
+            names = [l.split('#')[0].strip() for l in f]
+    except FileNotFoundError:
+        return None
+    sums = [sha256_file(os.path.join(REPO_DIR, 'patches', n)) for n in names if n]
+    if None in sums:
+        return None
+    return hashlib.sha256(''.join(s + '\n' for s in sums).encode()).hexdigest()
+
+
+def compiler(build):
+    text = read_text(os.path.join(build, 'include', 'generated', 'compile.h')) or ''
+    m = re.search(r'LINUX_COMPILER "([^"]*)"', text)
+    return m[1] if m else None
+
+
+def component(name):
+    """A KCIDB path component: no dots, nothing but [A-Za-z0-9_-]."""
+    return re.sub(r'[^A-Za-z0-9_-]+', '_', name).strip('_') or '_'
+
+
+def metadata(out_dir, results, stage_rows):
+    tree = os.path.join(out_dir, 'linux')
+    guest = os.path.join(out_dir, 'build', 'qemu')
+    uml = os.path.join(out_dir, 'build', 'kunit-uml')
+    starts = [r['start_time'] for r in stage_rows if 'start_time' in r]
+    return {
+        'base_commit': read_text(os.path.join(out_dir, 'base-commit')),
+        'base_name': git(tree, 'describe', '--always', '--tags',
+                         read_text(os.path.join(out_dir, 'base-commit')) or 'HEAD'),
+        'top_commit': git(tree, 'rev-parse', 'HEAD'),
+        'series_digest': patchset_hash(),
+        'kernel_tree': os.environ.get('KERNEL_TREE') or None,
+        'kernel_release': read_text(os.path.join(guest, 'include', 'config', 'kernel.release')),
+        'arch': 'x86_64',
+        'config_digest': sha256_file(os.path.join(guest, '.config')),
+        'compiler': compiler(guest),
+        'uml_compiler': compiler(uml),
+        'accelerator': read_text(os.path.join(results, 'accel')),
+        'start_time': min(starts) if starts else None,
+        'end_time': iso(int(datetime.datetime.now().timestamp())),
+    }
+
+
+def kcidb(run, stage_rows, groups, programs, kernel_log):
+    """The run as KernelCI's KCIDB v5 objects: one checkout (base + series),
+    one build per kernel (UML for KUnit, the x86_64 guest), one test per
+    result; the guest's boot and its kernel log are tests too."""
+    run_id = f"{(run['top_commit'] or 'unknown')[:12]}-{run['start_time'] or run['end_time']}"
+    run_id = re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)
+    checkout = {'id': f'{ORIGIN}:{run_id}', 'origin': ORIGIN,
+                'tree_name': 'linux-source-6.12' if not run['kernel_tree'] else 'custom',
+                'valid': all(r['status'] == 0 for r in stage_rows if r['stage'] == 'apply')}
+    if run['base_commit']:
+        checkout['git_commit_hash'] = run['base_commit']
+    if run['base_name']:
+        checkout['git_commit_name'] = run['base_name']
+    if run['series_digest']:
+        checkout['patchset_hash'] = run['series_digest']
+    if run['start_time']:
+        checkout['start_time'] = run['start_time']
+    checkout['misc'] = {'top_commit': run['top_commit']}
+    by_stage = {r['stage']: r for r in stage_rows}
+
+    def build(name, stage, arch, cc, config):
+        b = {'id': f'{checkout["id"]}:{name}', 'checkout_id': checkout['id'], 'origin': ORIGIN,
+             'architecture': arch, 'config_name': config}
+        if cc:
+            b['compiler'] = cc
+        row = by_stage.get(stage)
+        if row:
+            b['status'] = 'PASS' if row['status'] == 0 else 'FAIL'
+            b['duration'] = float(row['seconds'])
+            if 'start_time' in row:
+                b['start_time'] = row['start_time']
+        return b
+    builds = [build('uml', 'kunit-uml', 'um', run['uml_compiler'],
+                    'kunit.py defaults + fs/tests/eventpoll.kunitconfig'),
+              build('guest', 'kernel', run['arch'], run['compiler'],
+                    'tinyconfig + config/qemu-x86_64.config + config/debug.config')]
+    builds[1]['misc'] = {'config_digest': run['config_digest'],
+                         'kernel_release': run['kernel_release']}
+    tests, seen = [], {}
+    status = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP'}
+
+    def test(build_id, path, st, log, misc=None):
+        key = f'{build_id}:{path}'
+        seen[key] = seen.get(key, 0) + 1
+        t = {'id': key + (f'#{seen[key]}' if seen[key] > 1 else ''), 'build_id': build_id,
+             'origin': ORIGIN, 'path': path, 'status': st,
+             'environment': {'comment': 'QEMU ' + (run['accelerator'] or '?')
+                             if build_id.endswith(':guest') else 'UML'},
+             'misc': {'log_path': log, **(misc or {})}}
+        tests.append(t)
+    for names, st in groups['KUnit (UML)']:
+        test(builds[0]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
+             status[st], 'kunit-uml.log', {'name': '.'.join(names)})
+    boot_ok = by_stage.get('qemu', {}).get('status') == 0
+    if 'qemu' in by_stage:
+        test(builds[1]['id'], 'boot', 'PASS' if boot_ok else 'FAIL', 'console.log')
+    for names, st in groups['KUnit (x86_64 guest, boot)']:
+        test(builds[1]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
+             status[st], 'console.log', {'name': '.'.join(names)})
+    for p in programs:
+        test(builds[1]['id'], f"kselftest.{p['abi']}.{component(p['program'])}",
+             status[p['status']], 'ktap.log',
+             {'exit_status': p['exit_status'], 'directive': p['directive']})
+    for t in groups['kselftests (x86_64 guest)']:
+        abi, program, name, st = t
+        test(builds[1]['id'], '.'.join(['kselftest', abi, component(program)] +
+                                       [component(n) for n in name.split('.')]),
+             status[st], 'ktap.log', {'name': name})
+    if 'qemu' in by_stage:
+        test(builds[1]['id'], 'kernel_log', 'FAIL' if kernel_log else 'PASS', 'console.log',
+             {'reports': kernel_log})
+    return {'version': {'major': 5, 'minor': 3}, 'checkouts': [checkout],
+            'builds': builds, 'tests': tests}
+
+
+def validate(summary):
+    try:
+        import jsonschema
+    except ImportError:
+        return ['python3-jsonschema is missing: run scripts/install-deps.sh']
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    errors = jsonschema.Draft7Validator(schema).iter_errors(summary)
+    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors]
+
+
+def count(statuses):
+    c = {'pass': 0, 'fail': 0, 'skip': 0}
+    for st in statuses:
+        c[st] += 1
+    return c
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('results', help='results directory')
+    ap.add_argument('--out-dir', help='the run\'s OUT_DIR (default: the parent of results)')
     ap.add_argument('--expect-kunit', action='store_true',
                     help='the tree has a KUnit suite: no KUnit result is a failure')
     ap.add_argument('--allow-skip', action='store_true',
                     help='do not count skipped tests as failures')
     ap.add_argument('--list-failed', action='store_true',
-                    help='only print the failed kselftests of console.log, '
+                    help='only print the failed kselftests of ktap.log, '
                          'one <abi>/<program>:<test> a line')
     args = ap.parse_args()
     if not os.path.isdir(args.results):
         ap.error(f'{args.results} is not a directory')
+    out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
+    ktap = read_lines(os.path.join(args.results, 'ktap.log'))
+    programs, ktests, done = kselftest_results(ktap or [])
     if args.list_failed:
-        tests, _ = selftest_results(read_lines(os.path.join(args.results, 'console.log')) or [])
-        print('\n'.join(t for t, status in tests if status == 'fail'))
+        print('\n'.join(f"{t['abi']}/{t['program']}:{t['test']}"
+                        for t in ktests if t['status'] == 'fail'))
         return 0
 
     problems, out = [], []
-    summary = {'stages': stages(os.path.join(args.results, 'stages.tsv'))}
-    for row in summary['stages']:
+    stage_rows = stages(os.path.join(args.results, 'stages.tsv'))
+    for row in stage_rows:
         if row['status'] != 0:
             problems.append(f"stage {row['stage']} exited {row['status']}")
 
-    uml = read_lines(os.path.join(args.results, 'kunit-uml.log'))
+    uml_log = read_lines(os.path.join(args.results, 'kunit-uml.log'))
     console = read_lines(os.path.join(args.results, 'console.log'))
     boot = console[:next((i for i, l in enumerate(console)
                           if l.startswith('Run /init')), len(console))] if console else None
+    tree = os.path.join(out_dir, 'linux')
+    uml = kunit_cases(os.path.join(args.results, 'kunit-uml.json'))
+    guest = kunit_parse(tree, boot, 'kunit-guest', args.results)
     groups = {
-        'KUnit (UML)': kunit_cases(uml) if uml else [],
-        'KUnit (x86_64 guest, boot)': kunit_cases(boot) if boot else [],
+        GROUPS[0]: uml or [],
+        GROUPS[1]: guest or [],
+        GROUPS[2]: [(t['abi'], t['program'], t['test'], t['status']) for t in ktests],
     }
-    tests, programs = selftest_results(console or [])
-    groups['kselftests (x86_64 guest)'] = tests
-
-    for name in ('KUnit (UML)', 'KUnit (x86_64 guest, boot)'):
+    for name in GROUPS[:2]:
         if not groups[name]:
             msg = f'{name}: ran no test'
             (problems.append if args.expect_kunit else out.append)(msg)
     if not programs:
         problems.append('kselftests: ran no test program')
-    for prog, status, directive in programs:
-        if status != 'pass' and not (status == 'skip' and args.allow_skip):
-            problems.append(f'kselftest program {prog}: {status} {directive}'.strip())
-
-    summary['results'] = {}
+    elif not done:
+        problems.append('kselftests: the guest did not finish (no "epoll-guest: done" in ktap.log)')
+    for p in programs:
+        if p['status'] != 'pass' and not (p['status'] == 'skip' and args.allow_skip):
+            problems.append(f"kselftest program {p['abi']}/{p['program']}: "
+                            f"{p['status']} {p['directive']}".strip())
     for name, results in groups.items():
-        c = count(results)
-        summary['results'][name] = {'counts': c, 'tests': dict(results)}
-        for test, status in results:
-            if status == 'fail' or (status == 'skip' and not args.allow_skip):
-                problems.append(f'{name}: {test}: {status}')
+        for r in results:
+            st = r[-1]
+            if st == 'fail' or (st == 'skip' and not args.allow_skip):
+                label = '.'.join(r[0]) if name != GROUPS[2] else f'{r[0]}/{r[1]}:{r[2]}'
+                problems.append(f'{name}: {label}: {st}')
 
-    summary['kernel_log'] = splats(uml or []) + splats(console or [])
-    problems += [f'kernel log: {s}' for s in summary['kernel_log']]
+    kernel_log = splats(uml_log or []) + splats(console or [])
+    problems += [f'kernel log: {s}' for s in kernel_log]
+    run = metadata(out_dir, args.results, stage_rows)
+    counts = {name: count(r[-1] for r in results) for name, results in groups.items()}
+    summary = {
+        'schema': 'eventpoll-series-summary', 'schema_version': SCHEMA_VERSION,
+        'run': run, 'stages': stage_rows, 'counts': counts,
+        'programs': programs, 'kernel_log': kernel_log,
+        'kcidb': kcidb(run, stage_rows, groups, programs, kernel_log),
+    }
 
     out.append(f"{'stage':<28}{'seconds':>8}  status")
-    for row in summary['stages']:
+    for row in stage_rows:
         out.append(f"{row['stage']:<28}{row['seconds']:>8}  {'ok' if row['status'] == 0 else 'FAILED'}")
     out.append('')
     out.append(f"{'tests':<28}{'passed':>8}{'failed':>8}{'skipped':>8}")
-    for name, res in summary['results'].items():
-        c = res['counts']
+    for name, c in counts.items():
         out.append(f"{name:<28}{c['pass']:>8}{c['fail']:>8}{c['skip']:>8}")
     out.append('')
-    for prog, status, directive in programs:
-        per = count([t for t in tests if t[0].startswith(prog + ':')])
-        out.append(f"  {prog:<38} {status:<5} {per['pass']} passed, {per['fail']} failed, "
-                   f"{per['skip']} skipped {directive}".rstrip())
+    for p in programs:
+        per = count(t['status'] for t in ktests
+                    if t['abi'] == p['abi'] and t['program'] == p['program'])
+        out.append(f"  {p['abi'] + '/' + p['program']:<38} {p['status']:<5} "
+                   f"{per['pass']} passed, {per['fail']} failed, "
+                   f"{per['skip']} skipped {p['directive']}".rstrip())
     out.append('')
-    out.append('kernel log: ' + ('clean' if not summary['kernel_log'] else
-                                 f"{len(summary['kernel_log'])} report(s)"))
-    accel = os.path.join(args.results, 'accel')
-    if os.path.exists(accel):
-        out.append('guest accelerator: ' + open(accel).read().strip())
+    out.append('kernel log: ' + ('clean' if not kernel_log else f'{len(kernel_log)} report(s)'))
+    if run['accelerator']:
+        out.append('guest accelerator: ' + run['accelerator'])
     summary['problems'] = problems
     summary['verdict'] = 'fail' if problems else 'pass'
+    problems += [f'summary.json: {e}' for e in validate(summary)]
+    summary['verdict'] = 'fail' if problems else 'pass'
     out += [''] + [f'FAIL: {p}' for p in problems]
-    total = {'pass': 0, 'fail': 0, 'skip': 0}
-    for res in summary['results'].values():
+    total = count([])
+    for c in counts.values():
         for k in total:
-            total[k] += res['counts'][k]
+            total[k] += c[k]
     out.append(f"verdict: {summary['verdict'].upper()}")
     # The plain closing line CI reads.
     out.append(f"{total['pass']} passed, {total['fail']} failed, {total['skip']} skipped")

@@ -35,7 +35,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs mutants export submit clean
+	summary lint lint-series lint-docs htmldocs backport mutants export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -66,6 +66,7 @@ check:
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(test_stages)
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
+	$(STAGE) -k backport $(S)/check-backport.sh
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 
 ## make deps tree kunit kernel selftests initramfs qemu summary   one stage each
@@ -97,6 +98,10 @@ lint-docs:
 ## make htmldocs Sphinx build of Documentation/userspace-api, base vs patched: no new warning
 htmldocs:
 	$(S)/check-htmldocs.sh $(OUT_DIR)/linux
+
+## make backport the stable fixes of the series, applied to and built on Debian's linux-source-6.1
+backport:
+	$(S)/check-backport.sh
 
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:

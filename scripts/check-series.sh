@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly SUBJECT_RE='^Subject: \[PATCH( [0-9]+/[0-9]+)?\] eventpoll: [A-Z][a-z]+ '
+readonly SUBJECT_RE='^Subject: \[PATCH( [0-9]+/[0-9]+)?\] [^ ].*: [A-Z][a-z]+ '
 readonly MAX_SUBJECT=75
 
 usage() {
@@ -15,9 +15,14 @@ Usage: ${0##*/} [-h]
 
 Check, after scripts/apply-series.sh has applied the series with 'git am':
   1. every entry of 'series' is in patches/, and every patch is listed once;
-  2. each patch is a mail: From, Date, 'Subject: [PATCH n/m] eventpoll: Verb'
+  2. each patch is a mail: From, Date, 'Subject: [PATCH n/m] prefix: Verb'
      (at most $MAX_SUBJECT characters after the tag), a changelog,
-     Signed-off-by, '---' and a diffstat;
+     Signed-off-by, '---' and a diffstat; the prefix is the one upstream
+     uses for what the patch touches: 'selftests/eventpoll:' for the
+     epoll selftests only, 'Documentation: userspace-api:' for
+     Documentation/ only, 'MAINTAINERS:' for MAINTAINERS only, and
+     'eventpoll:' for everything else; a patch for stable (Cc: stable)
+     has a Fixes: tag and touches no test;
   3. patches/, series, kunit/ and selftests/ are what scripts/export-series.sh
      makes from the applied commits (nothing hand-edited, nothing stale),
      whoever runs the check: the export adds no identity of its own;
@@ -51,8 +56,35 @@ mail_header() {
 	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g'
 }
 
+# What patch $1 touches: selftests, docs, maintainers or kernel.
+touched_kind() {
+	local files
+
+	files=$(sed -n 's|^diff --git a/\([^ ]*\) .*|\1|p' "$1")
+	if ! grep -qv '^tools/testing/selftests/' <<<"$files"; then
+		echo selftests
+	elif ! grep -qv '^Documentation/' <<<"$files"; then
+		echo docs
+	elif [ "$files" = MAINTAINERS ]; then
+		echo maintainers
+	else
+		echo kernel
+	fi
+}
+
+# The subject prefix upstream uses for such a patch (as in 827382c088e9
+# "selftests/eventpoll: Add test for multiple waiters").
+expected_prefix() {
+	case $(touched_kind "$1") in
+	selftests) echo "selftests/eventpoll" ;;
+	docs) echo "Documentation: userspace-api" ;;
+	maintainers) echo "MAINTAINERS" ;;
+	kernel) echo "eventpoll" ;;
+	esac
+}
+
 check_headers() {
-	local p f hdr subject
+	local p f hdr subject prefix
 
 	while read -r p; do
 		f="$PATCHES_DIR/$p"
@@ -62,10 +94,19 @@ check_headers() {
 		grep -q '^Date: ' <<<"$hdr" || problem "$p: no Date: header"
 		subject=$(grep -m1 '^Subject: ' <<<"$hdr")
 		grep -Eq "$SUBJECT_RE" <<<"$subject" ||
-			problem "$p: subject is not '[PATCH n/m] eventpoll: Verb ...': $subject"
+			problem "$p: subject is not '[PATCH n/m] prefix: Verb ...': $subject"
+		prefix=$(expected_prefix "$f")
+		[[ ${subject#*] } == "$prefix: "* ]] ||
+			problem "$p: touches $(touched_kind "$f"): subject must start '$prefix: '"
 		subject=${subject#*] }
 		[ "${#subject}" -le "$MAX_SUBJECT" ] ||
 			problem "$p: subject longer than $MAX_SUBJECT characters"
+		if grep -qi '^Cc: stable@vger.kernel.org' "$f"; then
+			grep -q '^Fixes: [0-9a-f]\{12\} ("' "$f" ||
+				problem "$p: Cc: stable without a 'Fixes: <12-char sha> (\"subject\")'"
+			! grep -Eq '^diff --git a/(fs/tests|tools/testing)/' "$f" ||
+				problem "$p: a stable fix must carry only the fix, not tests"
+		fi
 		awk '/^$/ {body=1; next} body && /^Signed-off-by:/ {exit} body && NF {n++}
 		     END {exit n < 3}' "$f" || problem "$p: changelog shorter than three lines"
 		grep -q '^Signed-off-by: .*<.*@.*>' "$f" || problem "$p: no Signed-off-by"

@@ -24,8 +24,10 @@ Check the man page draft and the MAINTAINERS entry of the series:
   2. $SNIPPET passes 'checkpatch.pl --strict' as a
      MAINTAINERS change, has trailing slashes on directories and
      matching files, and is in alphabetical position;
-  3. the snippet equals the entry in KERNEL_SRC/MAINTAINERS, and in
-     the patch under patches/ that adds it, if there is one.
+  3. the snippet equals the entry of that name in KERNEL_SRC/MAINTAINERS,
+     and every line that a patch under patches/ adds to MAINTAINERS is
+     in the snippet (the snippet is the whole entry as the series leaves
+     it: a new one, or an existing one with the series' additions).
 
 KERNEL_SRC is the patched kernel work tree (the series applied). It is
 taken from the first argument, else from the KERNEL_SRC environment
@@ -299,34 +301,35 @@ check_patterns() {
 	[ "$missing" -ne 0 ] || pass "snippet: F:/X: patterns checked"
 }
 
-# Lines that patch file $1 adds to MAINTAINERS for the section named $2.
-patch_entry() {
-	awk -v name="$2" '
-		/^diff --git / { inm = ($3 == "a/MAINTAINERS") ; next }
-		inm && $0 == "+" name { found = 1 }
-		inm && found && /^\+$/ { exit }
-		inm && found && /^\+/ { print substr($0, 2); next }
-		found { exit }
+# Lines that patch file $1 adds to MAINTAINERS (blank lines dropped).
+patch_added() {
+	awk '
+		/^diff --git / { inm = ($3 == "a/MAINTAINERS"); next }
+		inm && /^\+\+\+ / { next }
+		inm && /^\+./ { print substr($0, 2) }
 	' "$1"
 }
 
+# Whatever a patch adds to MAINTAINERS must be part of the snippet: the
+# tree check above shows that the section as patched is the snippet.
 check_patch_entry() {
-	local name patch entry found=0
+	local patch added stray found=0
 
-	name=$(snippet_name)
 	[ -d "$PATCHES_DIR" ] || { log "no $PATCHES_DIR: patch check skipped"; return; }
 	for patch in "$PATCHES_DIR"/*.patch; do
 		[ -f "$patch" ] || continue
-		entry=$(patch_entry "$patch" "$name")
-		[ -n "$entry" ] || continue
+		added=$(patch_added "$patch")
+		[ -n "$added" ] || continue
 		found=$((found + 1))
-		if diff -u "$SNIPPET" <(printf '%s\n' "$entry") >&2; then
-			pass "snippet equals the entry added by ${patch##*/}"
+		stray=$(grep -vxF -f "$SNIPPET" <<<"$added" || true)
+		if [ -z "$stray" ]; then
+			pass "every MAINTAINERS line ${patch##*/} adds is in the snippet"
 		else
-			fail "snippet differs from the entry added by ${patch##*/}"
+			fail "${patch##*/} adds MAINTAINERS lines that are not in the snippet:"
+			printf '  %s\n' "$stray" >&2
 		fi
 	done
-	[ "$found" -ne 0 ] || log "no patch in $PATCHES_DIR adds '$name' yet"
+	[ "$found" -ne 0 ] || log "no patch in $PATCHES_DIR changes MAINTAINERS yet"
 }
 
 main() {

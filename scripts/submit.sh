@@ -15,6 +15,10 @@ readonly API_LIST="linux-api@vger.kernel.org"
 readonly MAIL_WIDTH=72
 # Markers that must not survive into the cover letter.
 readonly PLACEHOLDER_RE='@@[A-Z_]+@@|\*\*\* .* \*\*\*'
+# Mail domains that never deliver (RFC 2606, RFC 6761) or only bounce.
+readonly UNROUTABLE_RE='(\.(example|test|invalid|localhost|local)|@localhost|@(.*\.)?example\.(com|net|org))$'
+# The repository commit whose patches/ and series are v1 of the series.
+: "${V1_REF:=9ac1df6}"
 
 usage() {
 	cat <<EOF
@@ -30,8 +34,16 @@ tree KERNEL_SRC and check them:
   3. checkpatch.pl --strict on every patch;
   4. recipients from scripts/get_maintainer.pl (maintainers in To:,
      reviewers and lists in Cc:) plus $API_LIST;
-  5. git send-email --dry-run with a dummy SMTP server: nothing is sent
+  5. the identity: every From: and the last Signed-off-by: of every
+     patch must be the sender's own git identity, at a domain that
+     delivers mail (not .example, .test, .invalid, localhost, ...); the
+     dry run reports a mismatch, --send refuses;
+  6. git send-email --dry-run with a dummy SMTP server: nothing is sent
      and no connection is made.
+
+The cover letter gets the range-diff against v1 (the series as committed
+in this repository at V1_REF), and, when the base is Debian's tree rather
+than a public commit, says so in place of a base-commit: line.
 
 Only with --send are the mails sent, through the sender's own
 git send-email configuration (sendemail.smtpServer and friends), with a
@@ -52,6 +64,7 @@ Environment:
   RESULTS_FILE   summary of a passing run (default: $RESULTS_DIR/summary.txt)
   OUT_MAIL       where the mails go (default: \$OUT_DIR/mail)
   COVER_TEMPLATE cover letter template (default: $COVER_TEMPLATE)
+  V1_REF         commit of this repository that holds v1 (default: $V1_REF)
 
 Exit status: 0 when the mails passed every check (and were sent with
 --send), 1 on any problem.
@@ -91,7 +104,11 @@ check_inputs() {
 format_mails() {
 	mkdir -p "$OUT_MAIL"
 	rm -f "$OUT_MAIL"/*.patch
-	git -C "$KSRC" format-patch -q --cover-letter --base="$BASE" \
+	local base=()
+
+	# Debian's tree is one local commit nobody else has: no base-commit:.
+	[ -z "$KERNEL_TREE" ] || base=(--base="$BASE")
+	git -C "$KSRC" format-patch -q --cover-letter "${base[@]}" \
 		--signature="$(sender_ident)" -o "$OUT_MAIL" "$BASE..$SERIES_REF"
 	COVER="$OUT_MAIL/0000-cover-letter.patch"
 	[ -f "$COVER" ] || die "git format-patch wrote no cover letter"
@@ -102,6 +119,42 @@ format_mails() {
 	log "wrote $((NR_PATCHES + 1)) mails to $OUT_MAIL"
 }
 
+# Where the series applies: a public commit, or Debian's source said plainly.
+base_statement() {
+	local ver
+
+	if [ -n "$KERNEL_TREE" ]; then
+		printf 'base-commit: %s\n' "$BASE"
+		return
+	fi
+	ver=$(dpkg-query -W -f='${Version}' "$BASE_PACKAGE" 2>/dev/null || echo unknown)
+	cat <<EOF
+base: Debian's $BASE_PACKAGE $ver, i.e. Linux $(make -s -C "$KSRC" kernelversion)
+with Debian's patches, unpacked into git as one commit that exists only
+locally, so no base-commit: is given. To take the series onto another
+tree, apply it with 'git am -3' (or 'quilt push -a'), or let the
+workbench do it: KERNEL_TREE=/path/to/linux KERNEL_BASE=<commit> make run
+EOF
+}
+
+# The range-diff of this version against v1, the series as committed in
+# this repository at \$V1_REF, applied to the same base.
+v1_range_diff() {
+	local tmp=$1 wt="$1/v1" p v1
+
+	git -C "$KSRC" worktree add -q --detach "$wt" "$BASE"
+	while read -r p; do
+		git -C "$REPO_DIR" show "$V1_REF:patches/$p" >"$tmp/v1.patch"
+		git -C "$wt" -c user.name=submit -c user.email=submit@localhost \
+			am -q "$tmp/v1.patch" ||
+			die "v1 ($V1_REF) does not apply to the base: cannot make the range-diff"
+	done < <(git -C "$REPO_DIR" show "$V1_REF:series" | sed -e 's/#.*//' -e '/^[[:space:]]*$/d')
+	v1=$(git -C "$wt" rev-parse HEAD)
+	git -C "$KSRC" worktree remove --force "$wt"
+	printf 'Range-diff against v1:\n'
+	git -C "$KSRC" range-diff --no-color "$BASE..$v1" "$BASE..$SERIES_REF"
+}
+
 # Write the texts that replace the placeholders into $1/<NAME>.
 render_parts() {
 	local dir=$1
@@ -110,7 +163,8 @@ render_parts() {
 		"$BASE..$SERIES_REF" | sed '${/^$/d}' >"$dir/SHORTLOG"
 	git -C "$KSRC" diff --stat=$MAIL_WIDTH --summary "$BASE" "$SERIES_REF" \
 		>"$dir/DIFFSTAT"
-	printf '%s\n' "$BASE" >"$dir/BASE_COMMIT"
+	base_statement >"$dir/BASE"
+	v1_range_diff "$dir" >"$dir/RANGE_DIFF"
 	sed '/^$/N;/^\n$/D' "$RESULTS" >"$dir/TESTING"
 	MANWIDTH=$MAIL_WIDTH man -E ascii -l "$MAN_PAGE" 2>/dev/null |
 		col -bx >"$dir/MAN_PAGE"
@@ -135,8 +189,8 @@ fill_template() {
 				next
 			}
 		}
-		{ gsub(/@@BASE_COMMIT@@/, base) } { print }
-	' base="$BASE" "$COVER_TEMPLATE"
+		{ print }
+	' "$COVER_TEMPLATE"
 }
 
 # Put the filled template into git's cover letter: its Subject after the
@@ -179,8 +233,8 @@ check_placeholders() {
 		printf '%s\n' "$hits" >&2
 		die "placeholder left in the mails: edit $COVER_TEMPLATE (or the series) and rerun"
 	fi
-	grep -q "^base-commit: $BASE\$" "$COVER" ||
-		die "cover letter lacks 'base-commit: $BASE'"
+	grep -Eq "^(base-commit: $BASE|base: Debian's )" "$COVER" ||
+		die "cover letter says nothing of the base"
 	log "no placeholder left in the cover letter"
 }
 
@@ -225,6 +279,37 @@ run_checkpatch() {
 	[ "$bad" -eq 0 ] || die "checkpatch --strict found problems (see above)"
 }
 
+# The address part of "Name <address>".
+address_of() {
+	sed -n 's/.*<\([^>]*\)>.*/\1/p' <<<"$1" | tr 'A-Z' 'a-z'
+}
+
+# Every patch must come from, and be signed off by, the sender, at an
+# address that delivers mail. Prints the problems; returns 1 if any.
+check_identity() {
+	local me patch from sob bad=0
+
+	me=$(address_of "$(sender_ident)")
+	if [ -z "$me" ] || grep -Eq "$UNROUTABLE_RE" <<<"$me"; then
+		printf '  sender %s: not an address that delivers mail (git config user.email)\n' \
+			"${me:-(none)}"
+		bad=1
+	fi
+	for patch in "${PATCHES[@]}"; do
+		from=$(address_of "$(sed -n '/^From: /{N;s/\n//;p;q}' "$patch")")
+		sob=$(address_of "$(grep '^Signed-off-by: ' "$patch" | tail -n 1)")
+		if [ "$from" != "$me" ] || [ "$sob" != "$me" ]; then
+			printf '  %s: From <%s>, last Signed-off-by <%s>, sender <%s>\n' \
+				"${patch##*/}" "$from" "$sob" "$me"
+			bad=1
+		elif grep -Eq "$UNROUTABLE_RE" <<<"$from"; then
+			printf '  %s: <%s> does not deliver mail\n' "${patch##*/}" "$from"
+			bad=1
+		fi
+	done
+	return "$bad"
+}
+
 # get_maintainer.pl on all patches: maintainers go to To:, reviewers and
 # lists to Cc:, each address once.
 find_recipients() {
@@ -264,7 +349,7 @@ send_mails() {
 }
 
 main() {
-	local mode=dry-run
+	local mode=dry-run problems
 
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -288,6 +373,12 @@ main() {
 	check_placeholders
 	run_checkpatch
 	find_recipients
+	if ! problems=$(check_identity); then
+		printf '%s\n' "$problems" >&2
+		[ "$mode" = dry-run ] ||
+			die "not sending: the patches must be written and signed off by the sender (commit them with your own identity, 'git commit -s')"
+		log "a real send (SEND=1) would refuse: identity above"
+	fi
 	send_mails "$mode"
 }
 

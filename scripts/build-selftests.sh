@@ -35,6 +35,7 @@ build_abi() {
 	local abi=$1 dest="$OUT/$1"
 
 	rm -rf "$dest" "$OUT/build-$abi"
+	mkdir -p "$OUT"
 	# The selftests' own 'make install': the programs, their settings,
 	# kselftest-list.txt and run_kselftest.sh, which the guest runs.
 	CFLAGS="-$abi -static -O2 -g" LDFLAGS="-$abi -static" \

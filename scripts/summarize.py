@@ -230,7 +230,7 @@ def patchset_hash():
 
 def compiler(build):
     text = read_text(os.path.join(build, 'include', 'generated', 'compile.h')) or ''
-    m = re.search(r'LINUX_COMPILER "([^"]*)"', text)
+    m = re.search(r'LINUX_COMPILER\s+"([^"]*)"', text)
     return m[1] if m else None
 
 

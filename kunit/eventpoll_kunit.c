@@ -33,6 +33,8 @@
 struct ep_test_src {
 	wait_queue_head_t wq;
 	__poll_t mask;		/* what ->poll() reports */
+	/* Wake the queue from inside the next ->poll(), as another CPU could */
+	bool wake_in_poll;
 	struct file *file;
 	int fd;			/* the fd the item is keyed on (never installed) */
 };
@@ -45,6 +47,8 @@ struct ep_test {
 	struct ep_test_src src[EP_TEST_NR_SRC];
 	/* The batch of a scan the test opened with ep_start_scan(), or NULL */
 	struct list_head *scan_batch;
+	/* Sources whose items that scan delivered, one bit each */
+	unsigned long delivered_in_scan;
 	/* Room for EP_TEST_NR_SRC events in user memory */
 	struct epoll_event __user *uevents;
 	/* Calls to the failing ep_create_wakeup_source() */
@@ -87,6 +91,10 @@ static __poll_t ep_test_src_poll(struct file *file, poll_table *pt)
 	struct ep_test_src *src = file->private_data;
 
 	poll_wait(file, &src->wq, pt);
+	if (src->wake_in_poll) {
+		src->wake_in_poll = false;
+		wake_up_poll(&src->wq, READ_ONCE(src->mask));
+	}
 	return READ_ONCE(src->mask);
 }
 
@@ -411,6 +419,11 @@ static void ep_test_check_state(struct ep_test *t,
 		if (!it->epi)
 			continue;
 		nr_registered++;
+		/* Only EPOLL_CTL_MOD queues a disarmed oneshot item again. */
+		if (!s->scanning && !(it->events & ~EP_PRIVATE_BITS))
+			KUNIT_EXPECT_FALSE_MSG(test, queued,
+					       "%s: item %d disarmed but queued",
+					       step, i);
 		KUNIT_EXPECT_EQ_MSG(test, it->linked,
 				    it->on_rdllist || it->on_batch,
 				    "%s: item %d linked to an unknown list",
@@ -428,6 +441,12 @@ static void ep_test_check_state(struct ep_test *t,
 		KUNIT_EXPECT_TRUE_MSG(test, it->ws_listed,
 				      "%s: item %d wakeup source not registered",
 				      step, i);
+		/*
+		 * Delivery releases the source; if a wakeup of the same scan
+		 * put the item on the overflow list, ep_done_scan() decides.
+		 */
+		if (s->scanning && (t->delivered_in_scan & BIT(i)))
+			continue;
 		KUNIT_EXPECT_EQ_MSG(test, it->ws_active, queued,
 				    "%s: item %d wakeup source %s but item %s",
 				    step, i,
@@ -467,6 +486,30 @@ static void ep_test_check(struct ep_test *t, struct ep_test_state *s,
 	ep_test_snapshot(t, s);
 	mutex_unlock(&t->ep->mtx);
 	ep_test_check_state(t, s, step);
+}
+
+/*
+ * A snapshot, or room for events, off the stack. With KASAN_STACK every
+ * local whose address is taken, each KUNIT_EXPECT_*() included, gets a
+ * slot of its own between redzones: a case with two snapshots and a few
+ * dozen expectations on its stack outgrows the 2048-byte FRAME_WARN of
+ * clang builds.
+ */
+static struct ep_test_state *ep_test_state_alloc(struct kunit *test)
+{
+	struct ep_test_state *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	return s;
+}
+
+static struct epoll_event *ep_test_events_alloc(struct kunit *test)
+{
+	struct epoll_event *ev = kunit_kcalloc(test, EP_TEST_NR_SRC,
+					       sizeof(*ev), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, ev);
+	return ev;
 }
 
 /* ADD: an item is queued iff it is ready, and holds a wakeup source iff asked */
@@ -797,6 +840,133 @@ static void eventpoll_scan_overflow(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[2]));
 }
 
+/*
+ * In the scan the test opened, what ep_send_events() does for the item of
+ * source @i: deliver its event, if any, into @*uevents. ep->mtx is held.
+ */
+static int ep_test_deliver(struct ep_test *t, int i,
+			   struct epoll_event __user **uevents)
+{
+	struct ep_test_src *src = &t->src[i];
+	struct epitem *epi = ep_find(t->ep, src->file, src->fd);
+	poll_table pt;
+
+	init_poll_funcptr(&pt, NULL);
+	t->delivered_in_scan |= BIT(i);
+	return ep_deliver_event(t->ep, epi, &pt, uevents, t->scan_batch);
+}
+
+/* End the scan the test opened. ep->mtx is held. */
+static void ep_test_done_scan(struct ep_test *t)
+{
+	ep_done_scan(t->ep, t->scan_batch);
+	t->scan_batch = NULL;
+	t->delivered_in_scan = 0;
+}
+
+/*
+ * A oneshot item that wakes up during a scan goes to the overflow list,
+ * since it is still armed; when the same scan then delivers its event, it
+ * is disarmed. ep_done_scan() must neither queue it again nor leave its
+ * wakeup source active: a disarmed item waits for EPOLL_CTL_MOD, and
+ * EPOLL_CTL_DISABLE finds it so (EBUSY). The wakeup arrives before the
+ * delivery, or from inside the delivery's poll of the item: after the
+ * delivery released the wakeup source, before it disarms the item.
+ */
+struct ep_scan_deliver_case {
+	const char *name;
+	__poll_t events;
+	bool wake_in_poll;	/* else: wake before the delivery */
+};
+
+static const struct ep_scan_deliver_case ep_scan_deliver_cases[] = {
+	{ "wakeup_before_delivery", EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP,
+	  false },
+	{ "wakeup_during_poll", EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, true },
+	{ "edge_wakeup_before_delivery",
+	  EPOLLIN | EPOLLONESHOT | EPOLLET | EPOLLWAKEUP, false },
+	{ "no_wakeup_source", EPOLLIN | EPOLLONESHOT, false },
+};
+
+static void ep_scan_deliver_case_desc(const struct ep_scan_deliver_case *c,
+				      char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(ep_scan_deliver, ep_scan_deliver_cases,
+		  ep_scan_deliver_case_desc);
+
+static void eventpoll_scan_deliver_oneshot(struct kunit *test)
+{
+	const struct ep_scan_deliver_case *c = test->param_value;
+	struct ep_test *t = test->priv;
+	struct epoll_event __user *uevents = t->uevents;
+	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct eventpoll *ep = t->ep;
+	struct ep_test_state s;
+	LIST_HEAD(batch);
+	int delivered;
+
+	ep_test_need_wakeup(test);
+	ep_test_set(t, 0, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 9),
+			0);
+	ep_test_check(t, &s, "add");
+	KUNIT_ASSERT_TRUE(test, s.item[0].on_rdllist);
+
+	/* No assertion may abort the case while ep->mtx is held. */
+	mutex_lock(&ep->mtx);
+	ep_start_scan(ep, &batch);
+	t->scan_batch = &batch;
+	if (c->wake_in_poll) {
+		t->src[0].wake_in_poll = true;
+	} else {
+		ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
+		__ep_test_check(t, &s, "wakeup during the scan");
+		KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
+		KUNIT_EXPECT_TRUE(test, s.item[0].on_batch);
+	}
+
+	delivered = ep_test_deliver(t, 0, &uevents);
+	__ep_test_check(t, &s, "delivery");
+	KUNIT_EXPECT_EQ(test, delivered, 1);
+	KUNIT_EXPECT_FALSE(test, t->src[0].wake_in_poll);
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
+	KUNIT_EXPECT_FALSE(test, s.item[0].linked);
+	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
+			ep_u32(c->events & EP_PRIVATE_BITS));
+
+	ep_test_done_scan(t);
+	__ep_test_check(t, &s, "scan done");
+	mutex_unlock(&ep->mtx);
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[0]));
+	KUNIT_EXPECT_FALSE(test, s.item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, s.nr_rd, 0);
+	KUNIT_ASSERT_EQ(test, copy_from_user(ev, t->uevents, sizeof(ev[0])), 0);
+	KUNIT_EXPECT_EQ(test, ep_u32(ev[0].events), ep_u32(EPOLLIN));
+	KUNIT_EXPECT_EQ(test, ev[0].data, 9);
+
+	/* The event was reported: DISABLE says so, and changes nothing. */
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
+			-EBUSY);
+	ep_test_check(t, &s, "disable");
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[0]));
+	KUNIT_EXPECT_FALSE(test, s.item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 0);
+
+	/* MOD re-arms it; still ready, it is queued and reported again. */
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 10),
+			0);
+	ep_test_check(t, &s, "rearm");
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active,
+			!!(c->events & EPOLLWAKEUP));
+	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
+	KUNIT_EXPECT_EQ(test, ev[0].data, 10);
+	ep_test_check(t, &s, "wait after rearm");
+}
+
 /* MOD creates and destroys the wakeup source of an item */
 
 struct ep_modify_case {
@@ -1079,14 +1249,79 @@ static void ep_disable_case_desc(const struct ep_disable_case *c, char *desc)
 
 KUNIT_ARRAY_PARAM(ep_disable, ep_disable_cases, ep_disable_case_desc);
 
+/* After the DISABLE: item 0 untouched on an error, else disarmed and released. */
+static noinline_for_stack void
+ep_disable_check_result(struct ep_test *t, const struct ep_disable_case *c,
+			const struct ep_test_state *before,
+			const struct ep_test_state *s)
+{
+	const struct ep_test_item *it = &s->item[0];
+	struct kunit *test = t->test;
+
+	KUNIT_EXPECT_TRUE(test, s->item[1].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s->rd_order[0], 1);
+	if (!c->add) {
+		KUNIT_EXPECT_PTR_EQ(test, it->epi, NULL);
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, it->data, 1);
+	KUNIT_EXPECT_PTR_EQ(test, it->ws, before->item[0].ws);
+	if (c->error) {
+		/* Nothing changed. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(before->item[0].events));
+		KUNIT_EXPECT_EQ(test, it->on_rdllist, before->item[0].on_rdllist);
+		KUNIT_EXPECT_EQ(test, it->ws_active, before->item[0].ws_active);
+	} else {
+		/* Disarmed, unlinked, and its wakeup source released. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(c->events & EP_PRIVATE_BITS));
+		KUNIT_EXPECT_FALSE(test, it->linked);
+		KUNIT_EXPECT_FALSE(test, it->ws_active);
+		KUNIT_EXPECT_EQ(test, s->nr_rd, 1);
+	}
+}
+
+/* Then wakeups; a oneshot item is disarmed until MOD re-arms it. */
+static noinline_for_stack void
+ep_disable_then_rearm(struct ep_test *t, const struct ep_disable_case *c,
+		      struct ep_test_state *s, struct epoll_event *ev)
+{
+	bool oneshot = c->events & EPOLLONESHOT;
+	const struct ep_test_item *it = &s->item[0];
+	struct kunit *test = t->test;
+
+	/* Wakeups, with and without a key, queue only an armed item. */
+	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
+	ep_test_fire(t, 0, EPOLLIN, 0);
+	ep_test_check(t, s, "wakeups after disable");
+	KUNIT_EXPECT_EQ(test, it->on_rdllist, !oneshot);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
+			oneshot ? 1 : 2);
+	ep_test_check(t, s, "wait after disable");
+
+	if (!oneshot)
+		return;
+	/* A second DISABLE finds the item disarmed. */
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
+			-EBUSY);
+	/* MOD re-arms it: it is ready, so it is queued and reported again. */
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
+	ep_test_check(t, s, "rearm");
+	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
+	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
+	ep_test_check(t, s, "disable after rearm");
+	KUNIT_EXPECT_FALSE(test, it->linked);
+}
+
 static void eventpoll_disable_item(struct kunit *test)
 {
 	const struct ep_disable_case *c = test->param_value;
-	bool oneshot = c->events & EPOLLONESHOT;
+	struct ep_test_state *before = ep_test_state_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state before, s;
-	const struct ep_test_item *it = &s.item[0];
 
 	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
@@ -1100,56 +1335,14 @@ static void eventpoll_disable_item(struct kunit *test)
 	/* The bystander is level-triggered: it is queued again. */
 	if (c->deliver)
 		KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 2);
-	ep_test_check(t, &before, "before");
+	ep_test_check(t, before, "before");
 
 	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
 			c->error);
-	ep_test_check(t, &s, "disable");
-	KUNIT_EXPECT_TRUE(test, s.item[1].on_rdllist);
-	KUNIT_EXPECT_EQ(test, s.rd_order[0], 1);
-	if (!c->add) {
-		KUNIT_EXPECT_PTR_EQ(test, it->epi, NULL);
-		return;
-	}
-	KUNIT_EXPECT_EQ(test, it->data, 1);
-	KUNIT_EXPECT_PTR_EQ(test, it->ws, before.item[0].ws);
-	if (c->error) {
-		/* Nothing changed. */
-		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(before.item[0].events));
-		KUNIT_EXPECT_EQ(test, it->on_rdllist, before.item[0].on_rdllist);
-		KUNIT_EXPECT_EQ(test, it->ws_active, before.item[0].ws_active);
-	} else {
-		/* Disarmed, unlinked, and its wakeup source released. */
-		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(c->events & EP_PRIVATE_BITS));
-		KUNIT_EXPECT_FALSE(test, it->linked);
-		KUNIT_EXPECT_FALSE(test, it->ws_active);
-		KUNIT_EXPECT_EQ(test, s.nr_rd, 1);
-	}
-
-	/* Wakeups, with and without a key, queue only an armed item. */
-	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
-	ep_test_fire(t, 0, EPOLLIN, 0);
-	ep_test_check(t, &s, "wakeups after disable");
-	KUNIT_EXPECT_EQ(test, it->on_rdllist, !oneshot);
-	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
-			oneshot ? 1 : 2);
-	ep_test_check(t, &s, "wait after disable");
-
-	if (!oneshot)
-		return;
-	/* A second DISABLE finds the item disarmed. */
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
-			-EBUSY);
-	/* MOD re-arms it: it is ready, so it is queued and reported again. */
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
-	ep_test_check(t, &s, "rearm");
-	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
-	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
-	ep_test_check(t, &s, "disable after rearm");
-	KUNIT_EXPECT_FALSE(test, it->linked);
+	ep_test_check(t, s, "disable");
+	ep_disable_check_result(t, c, before, s);
+	if (c->add)
+		ep_disable_then_rearm(t, c, s, ev);
 }
 
 /*
@@ -1172,6 +1365,9 @@ struct ep_model {
 	/* Items the wakeups of a scan put on the overflow list, oldest first */
 	int ovf[EP_TEST_NR_SRC];
 	int nr_ovf;
+	/* During a scan: the ready list, where delivery requeues level items */
+	int rdl[EP_TEST_NR_SRC];
+	int nr_rdl;
 	bool scanning;
 };
 
@@ -1203,7 +1399,8 @@ static void ep_model_drop(int *list, int *nr, int i)
 static bool ep_model_queued(const struct ep_model *m, int i)
 {
 	return ep_model_find(m->order, m->nr_order, i) >= 0 ||
-	       ep_model_find(m->ovf, m->nr_ovf, i) >= 0;
+	       ep_model_find(m->ovf, m->nr_ovf, i) >= 0 ||
+	       ep_model_find(m->rdl, m->nr_rdl, i) >= 0;
 }
 
 /* ep_insert() and ep_modify() queue the item if the poll finds it ready. */
@@ -1275,14 +1472,46 @@ static int ep_model_wait(struct ep_model *m, int maxevents,
 	return res;
 }
 
-/* ep_done_scan(): the batch, then what only the wakeups queued. */
+/*
+ * ep_deliver_event() during a scan, for the head of the batch: returns 1
+ * and stores the event in @out if the item reports one.
+ */
+static int ep_model_deliver(struct ep_model *m, struct epoll_event *out)
+{
+	int i = m->order[0];
+	__poll_t revents = m->ready[i] & m->events[i];
+
+	ep_model_drop(m->order, &m->nr_order, i);
+	if (!revents)
+		return 0;
+	out->events = revents;
+	out->data = m->data[i];
+	if (m->events[i] & EPOLLONESHOT)
+		m->events[i] &= EP_PRIVATE_BITS;
+	else if (!(m->events[i] & EPOLLET))
+		ep_model_append(m->rdl, &m->nr_rdl, i);
+	return 1;
+}
+
+/*
+ * ep_done_scan(): the rest of the batch, then what only the wakeups
+ * queued, except the items the scan disarmed, then the items delivery
+ * requeued.
+ */
 static void ep_model_done_scan(struct ep_model *m)
 {
-	int k;
+	int k, i;
 
-	for (k = 0; k < m->nr_ovf; k++)
-		ep_model_append(m->order, &m->nr_order, m->ovf[k]);
+	for (k = 0; k < m->nr_ovf; k++) {
+		i = m->ovf[k];
+		if (ep_model_find(m->rdl, m->nr_rdl, i) < 0 &&
+		    (m->events[i] & ~EP_PRIVATE_BITS))
+			ep_model_append(m->order, &m->nr_order, i);
+	}
+	for (k = 0; k < m->nr_rdl; k++)
+		ep_model_append(m->order, &m->nr_order, m->rdl[k]);
 	m->nr_ovf = 0;
+	m->nr_rdl = 0;
 	m->scanning = false;
 }
 
@@ -1368,7 +1597,7 @@ static const char * const ep_walk_op_names[] = {
 };
 
 /* How often each operation is drawn, out of the sum of these */
-static const int ep_walk_weight[EP_WALK_NR_OPS] = { 3, 3, 1, 4, 1, 3, 1, 2 };
+static const int ep_walk_weight[EP_WALK_NR_OPS] = { 3, 3, 1, 4, 1, 3, 3, 2 };
 
 static enum ep_walk_op ep_walk_op(struct rnd_state *rnd)
 {
@@ -1382,13 +1611,19 @@ static enum ep_walk_op ep_walk_op(struct rnd_state *rnd)
 	return op;
 }
 
-/* Open a scan, wake some sources, check, and end the scan. */
-static void ep_walk_scan(struct ep_test *t, struct ep_model *m,
-			 struct rnd_state *rnd, const char *step)
+/*
+ * Open a scan, and wake sources and deliver from the head of the batch in
+ * random order, as wakeups on other CPUs meet ep_send_events(); check,
+ * end the scan, and compare the events delivered. Returns their number.
+ */
+static int ep_walk_scan(struct ep_test *t, struct ep_model *m,
+			struct rnd_state *rnd, const char *step)
 {
+	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
+	struct epoll_event __user *uevents = t->uevents;
+	int k, n = 0, nr = 1 + prandom_u32_state(rnd) % 6;
 	struct eventpoll *ep = t->ep;
 	struct ep_test_state s;
-	int k, nr = 1 + prandom_u32_state(rnd) % 3;
 	LIST_HEAD(batch);
 
 	mutex_lock(&ep->mtx);
@@ -1398,27 +1633,51 @@ static void ep_walk_scan(struct ep_test *t, struct ep_model *m,
 	for (k = 0; k < nr; k++) {
 		int i = prandom_u32_state(rnd) % EP_TEST_NR_SRC;
 		__poll_t mask = ep_walk_mask(rnd);
+		int got, expected;
 
+		if (m->nr_order && prandom_u32_state(rnd) % 2) {
+			i = m->order[0];
+			expected = ep_model_deliver(m, &want[n]);
+			got = ep_test_deliver(t, i, &uevents);
+			KUNIT_EXPECT_EQ_MSG(t->test, got, expected,
+					    "%s: delivery of item %d", step, i);
+			n += expected;
+			continue;
+		}
+		/* Half of the wakeups are for items the scan has yet to see. */
+		if (m->nr_order && prandom_u32_state(rnd) % 2)
+			i = m->order[prandom_u32_state(rnd) % m->nr_order];
 		m->ready[i] = mask;
 		ep_model_wakeup(m, i, mask);
 		ep_test_fire(t, i, mask, mask);
 	}
 	__ep_test_check(t, &s, step);
 	ep_model_compare(t, m, &s, step);
-	ep_done_scan(ep, &batch);
-	t->scan_batch = NULL;
+	ep_test_done_scan(t);
 	mutex_unlock(&ep->mtx);
 	ep_model_done_scan(m);
+
+	if (copy_from_user(ev, t->uevents, n * sizeof(ev[0])))
+		KUNIT_FAIL(t->test, "cannot read the user buffer");
+	for (k = 0; k < n; k++) {
+		KUNIT_EXPECT_EQ_MSG(t->test, ep_u32(ev[k].events),
+				    ep_u32(want[k].events),
+				    "%s: event %d", step, k);
+		KUNIT_EXPECT_EQ_MSG(t->test, ev[k].data, want[k].data,
+				    "%s: event %d", step, k);
+	}
+	return n;
 }
 
 static void eventpoll_random_walk(struct kunit *test)
 {
-	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
+	struct epoll_event *want = ep_test_events_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	int count[EP_WALK_NR_OPS] = {}, delivered = 0, disarmed = 0;
 	struct ep_test *t = test->priv;
 	struct ep_model m = {};
 	struct rnd_state rnd;
-	struct ep_test_state s;
 	char step[64];
 	int n, k;
 
@@ -1496,7 +1755,7 @@ static void eventpoll_random_walk(struct kunit *test)
 			delivered += error;
 			break;
 		case EP_WALK_SCAN:
-			ep_walk_scan(t, &m, &rnd, step);
+			delivered += ep_walk_scan(t, &m, &rnd, step);
 			break;
 		case EP_WALK_DISABLE:
 			error = ep_test_ctl(t, EPOLL_CTL_DISABLE, i, 0, 0);
@@ -1507,8 +1766,8 @@ static void eventpoll_random_walk(struct kunit *test)
 		default:
 			break;
 		}
-		ep_test_check(t, &s, step);
-		ep_model_compare(t, &m, &s, step);
+		ep_test_check(t, s, step);
+		ep_model_compare(t, &m, s, step);
 		if (test->status == KUNIT_FAILURE)
 			break;
 	}
@@ -1529,6 +1788,8 @@ static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE(eventpoll_deliver_fault),
 	KUNIT_CASE(eventpoll_deliver_maxevents),
 	KUNIT_CASE(eventpoll_scan_overflow),
+	KUNIT_CASE_PARAM(eventpoll_scan_deliver_oneshot,
+			 ep_scan_deliver_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_modify_wakeup, ep_modify_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_remove_item, ep_remove_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_wakeup_capability, ep_cap_gen_params),

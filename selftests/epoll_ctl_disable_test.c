@@ -33,11 +33,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
+#include <linux/userfaultfd.h>
 
 #include "../../kselftest_harness.h"
 #include "epoll_helpers.h"
@@ -100,34 +102,56 @@ static int wait_events(int epfd, struct epoll_event *events, int max,
 }
 
 /*
- * Probe for EPOLL_CTL_DISABLE: with a NULL event and a pollable fd that is
- * not registered, a kernel that knows the operation reports ENOENT. Older
- * kernels treat 4 as an operation that takes an event and fail to copy it
- * from NULL (EFAULT) before they look at anything else.
+ * Probe for EPOLL_CTL_DISABLE, with a NULL event on a valid epoll fd and
+ * eventfd: first unregistered, then registered as an armed oneshot item.
+ * A kernel that has the operation answers ENOENT, then 0 and disarms the
+ * item. On a kernel without it, 4 is an unknown op: it fails and changes
+ * nothing, with EFAULT where the event is read before the op is looked
+ * at (Linux 6.12) or with EINVAL where unknown ops are rejected first.
+ * Neither kernel answers the other way: an unknown op never gets as far
+ * as the lookup (ENOENT), never succeeds and never changes an item.
  *
  * Returns 1 if the operation is supported, 0 if not. Any other answer is a
  * broken operation, which must fail the tests rather than skip them: then
- * the probe returns -errno, or -EPROTO if the call succeeded.
+ * the probe returns the -errno of the DISABLE of the armed item.
  */
+static bool unknown_op_errno(int ret)
+{
+	return ret == -EFAULT || ret == -EINVAL;
+}
+
 static int probe_disable(void)
 {
-	int epfd, efd, ret;
+	int epfd, efd, unregistered, armed = -EPROTO, ret;
+	uint32_t before = 0, after = 0;
+	bool changed = false;
 
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	efd = eventfd(0, EFD_CLOEXEC);
 	if (epfd < 0 || efd < 0)
 		return -errno;
-	ret = ctl_disable(epfd, efd);
+	unregistered = ctl_disable(epfd, efd);
+	ret = ctl_add(epfd, efd, EPOLLIN | EPOLLONESHOT, 1);
+	if (!ret)
+		ret = fdinfo_epoll_item(epfd, efd, &before, NULL);
+	if (!ret) {
+		armed = ctl_disable(epfd, efd);
+		changed = fdinfo_epoll_item(epfd, efd, &after, NULL) ||
+			  after != before;
+	}
 	close(efd);
 	close(epfd);
-	if (ret == -ENOENT)
+	if (ret)
+		return ret;
+
+	if (unregistered == -ENOENT || !armed || changed)
 		return 1;
-	if (ret == -EFAULT)
+	if (unknown_op_errno(unregistered) && unknown_op_errno(armed))
 		return 0;
-	return ret ? ret : -EPROTO;
+	return armed;
 }
 
-#define NO_DISABLE "kernel lacks EPOLL_CTL_DISABLE (probe got EFAULT)"
+#define NO_DISABLE "kernel lacks EPOLL_CTL_DISABLE (op 4 fails as unknown)"
 
 /* Number of items listed in /proc/self/fdinfo/@epfd, or -errno. */
 static int fdinfo_count(int epfd)
@@ -656,12 +680,12 @@ fail:
 	return ret;
 }
 
-/* Submit one IORING_OP_EPOLL_CTL and wait for it: the CQE result. */
-static int ring_epoll_ctl(struct ring *r, int epfd, int op, int fd,
-			  struct epoll_event *event, bool async)
+/* Submit one IORING_OP_EPOLL_CTL without waiting for it: 0 or -errno. */
+static int ring_submit_epoll_ctl(struct ring *r, int epfd, int op, int fd,
+				 struct epoll_event *event, bool async)
 {
 	struct io_uring_sqe *sqe;
-	unsigned int tail, head, idx;
+	unsigned int tail, idx;
 	int res;
 
 	tail = *r->sq_tail;
@@ -679,20 +703,50 @@ static int ring_epoll_ctl(struct ring *r, int epfd, int op, int fd,
 	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
 
 	do {
-		res = syscall(__NR_io_uring_enter, r->fd, 1, 1,
+		res = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
+	} while (res < 0 && errno == EINTR);
+	if (res < 0)
+		return -errno;
+	return res == 1 ? 0 : -EIO;
+}
+
+/* True if a completion is waiting in the CQ ring. */
+static bool ring_cqe_ready(struct ring *r)
+{
+	return *r->cq_head != __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Wait for the completion of the one request in flight and consume it:
+ * its result, or INT_MIN if something else completed.
+ */
+static int ring_wait_cqe(struct ring *r)
+{
+	unsigned int head;
+	int res;
+
+	do {
+		res = syscall(__NR_io_uring_enter, r->fd, 0, 1,
 			      IORING_ENTER_GETEVENTS, NULL, 0);
 	} while (res < 0 && errno == EINTR);
-	if (res != 1)
+	if (res < 0 || !ring_cqe_ready(r))
 		return INT_MIN;
 
 	head = *r->cq_head;
-	if (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
-		return INT_MIN;
 	res = r->cqes[head & *r->cq_mask].res;
-	if (r->cqes[head & *r->cq_mask].user_data != tail)
+	if (r->cqes[head & *r->cq_mask].user_data != *r->sq_tail - 1)
 		res = INT_MIN;
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return res;
+}
+
+/* Submit one IORING_OP_EPOLL_CTL and wait for it: the CQE result. */
+static int ring_epoll_ctl(struct ring *r, int epfd, int op, int fd,
+			  struct epoll_event *event, bool async)
+{
+	if (ring_submit_epoll_ctl(r, epfd, op, fd, event, async))
+		return INT_MIN;
+	return ring_wait_cqe(r);
 }
 
 static void ring_exit(struct ring *r)
@@ -894,11 +948,152 @@ TEST_F(uring, async_submission_matches_syscall)
 }
 
 /*
- * A thread keeps ep->mtx busy with epoll_wait() scans of many ready
- * level-triggered items, so the nonblocking attempt of inline submissions
- * fails its trylock with -EAGAIN and io_uring retries them blocking from
- * io-wq. The results must not change; an io-wq worker shows the retry
- * path was taken.
+ * A thread that holds ep->mtx of an epoll instance for as long as the test
+ * wants. epoll_wait() copies events to user memory with ep->mtx held; the
+ * thread's buffer is a page registered with userfaultfd, so the copy of
+ * the event of an always-ready item waits in the page fault, ep->mtx held,
+ * until the test fills the page. The fault is reported to the test, so it
+ * knows when ep->mtx is held, on any number of CPUs.
+ */
+struct mtx_holder {
+	int epfd;		/* the instance whose ep->mtx is held */
+	int ready_fd;		/* the always-ready item that gets copied */
+	int uffd;		/* userfaultfd of the buffer page */
+	void *page;		/* the buffer, registered for missing pages */
+	size_t page_size;
+	pthread_t thread;
+	bool running;		/* thread created and not joined yet */
+	int result;		/* the thread's epoll_wait(), or -errno */
+};
+
+/* How long the test waits for the holder's fault to be reported. */
+#define MTX_HOLDER_TIMEOUT_MS	10000
+
+static void *mtx_holder_fn(void *arg)
+{
+	struct mtx_holder *h = arg;
+	int n;
+
+	n = epoll_wait(h->epfd, h->page, 1, 0);
+	h->result = n < 0 ? -errno : n;
+	return NULL;
+}
+
+/* Let the thread's copy complete: it drops ep->mtx and returns. */
+static int mtx_holder_release(struct mtx_holder *h)
+{
+	struct uffdio_zeropage zero = {
+		.range = { .start = (uintptr_t)h->page, .len = h->page_size },
+	};
+	int ret = 0;
+
+	if (h->running) {
+		/* EEXIST: the page is there already, nobody waits on it. */
+		if (ioctl(h->uffd, UFFDIO_ZEROPAGE, &zero) && errno != EEXIST)
+			ret = -errno;
+		pthread_join(h->thread, NULL);
+		h->running = false;
+		if (!ret)
+			ret = h->result;
+	}
+	if (h->page != MAP_FAILED)
+		munmap(h->page, h->page_size);
+	if (h->uffd >= 0)
+		close(h->uffd);
+	if (h->ready_fd >= 0)
+		close(h->ready_fd);
+	h->page = MAP_FAILED;
+	h->uffd = -1;
+	h->ready_fd = -1;
+	return ret;
+}
+
+/*
+ * Add an always-ready item to @epfd and start a thread that holds its
+ * ep->mtx. Returns 0 once the thread waits in the page fault, -EPERM if
+ * userfaultfd may not serve faults of the kernel, another -errno on
+ * failure, or -ETIMEDOUT if no fault was reported.
+ */
+static int mtx_holder_start(struct mtx_holder *h, int epfd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	struct pollfd pfd = { .events = POLLIN };
+	struct uffd_msg msg;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	h->epfd = epfd;
+	h->page_size = getpagesize();
+	h->page = MAP_FAILED;
+	h->ready_fd = -1;
+	/* Without UFFD_USER_MODE_ONLY: the fault is copy_to_user()'s. */
+	h->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (h->uffd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (ioctl(h->uffd, UFFDIO_API, &api)) {
+		ret = -errno;
+		goto fail;
+	}
+	h->page = mmap(NULL, h->page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h->page == MAP_FAILED) {
+		ret = -errno;
+		goto fail;
+	}
+	reg.range.start = (uintptr_t)h->page;
+	reg.range.len = h->page_size;
+	if (ioctl(h->uffd, UFFDIO_REGISTER, &reg)) {
+		ret = -errno;
+		goto fail;
+	}
+	h->ready_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->ready_fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = ctl_add(epfd, h->ready_fd, EPOLLIN, 0);
+	if (ret)
+		goto fail;
+	ret = -pthread_create(&h->thread, NULL, mtx_holder_fn, h);
+	if (ret)
+		goto fail;
+	h->running = true;
+
+	pfd.fd = h->uffd;
+	ret = poll(&pfd, 1, MTX_HOLDER_TIMEOUT_MS);
+	if (ret <= 0) {
+		ret = ret ? -errno : -ETIMEDOUT;
+		goto fail;
+	}
+	if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+		ret = -EIO;
+		goto fail;
+	}
+	if (msg.event != UFFD_EVENT_PAGEFAULT ||
+	    msg.arg.pagefault.address - (uintptr_t)h->page >= h->page_size) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	return 0;
+
+fail:
+	mtx_holder_release(h);
+	return ret;
+}
+
+/*
+ * Without userfaultfd: a thread keeps ep->mtx busy with epoll_wait() scans
+ * of many ready level-triggered items, so that some nonblocking attempts
+ * of inline submissions fail their trylock with -EAGAIN and io_uring
+ * retries them blocking from io-wq. The results must not change. An io-wq
+ * worker shows the retry path was taken, but it can only be expected with
+ * two CPUs or more: on one CPU, a kernel without preemption never switches
+ * to the submitter while the contender holds ep->mtx.
  */
 #define CONTENDER_ITEMS	256
 
@@ -917,7 +1112,19 @@ static void *contender_fn(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
+/* CPUs this process may run on. */
+static int nr_cpus_allowed(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+static void contend_by_scanning(struct __test_metadata *_metadata,
+				FIXTURE_DATA(uring) *self,
+				const FIXTURE_VARIANT(uring) *variant)
 {
 	struct epoll_event *event = variant->pass_event ? &self->zero : NULL;
 	struct contender c = { .epfd = self->uring.epfd };
@@ -967,9 +1174,67 @@ TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
 
 	EXPECT_EQ(0, mismatches);
 	/* Prep-time errors complete before any trylock. */
-	if (!variant->pass_event)
+	if (variant->pass_event)
+		return;
+	if (nr_cpus_allowed() > 1) {
 		EXPECT_TRUE(have_io_wq_worker())
 			TH_LOG("no submission was retried from io-wq");
+	} else if (!have_io_wq_worker()) {
+		TH_LOG("one CPU: no submission found ep->mtx held");
+	}
+}
+
+/*
+ * The nonblocking attempt of an inline submission finds ep->mtx held by
+ * the holder: it must change nothing and return -EAGAIN, and io_uring
+ * must retry the request blocking from io-wq, where it waits for ep->mtx.
+ * While the holder holds it, the request has not completed and an io-wq
+ * worker exists; once released, the result must be the syscall's. Without
+ * userfaultfd, contend_by_scanning() does what it can.
+ */
+TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
+{
+	struct epoll_event *event = variant->pass_event ? &self->zero : NULL;
+	struct mtx_holder h;
+	int ret;
+
+	/* The sysctl exists whenever the kernel has userfaultfd. */
+	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK)) {
+		TH_LOG("no userfaultfd: contending by scanning");
+		contend_by_scanning(_metadata, self, variant);
+		return;
+	}
+	ret = mtx_holder_start(&h, self->uring.epfd);
+	if (ret == -EPERM) {
+		TH_LOG("userfaultfd may not serve kernel faults: contending by scanning");
+		contend_by_scanning(_metadata, self, variant);
+		return;
+	}
+	ASSERT_EQ(0, ret);
+
+	/*
+	 * Nothing here may take ep->mtx of self->uring.epfd (no fdinfo, no
+	 * epoll_ctl() on it) until the holder is released.
+	 */
+	ret = ring_submit_epoll_ctl(&self->ring, self->uring.epfd,
+				    EPOLL_CTL_DISABLE, self->uring.efd, event,
+				    false);
+	if (variant->pass_event) {
+		/* Prep-time errors complete at once, whoever holds ep->mtx. */
+		EXPECT_TRUE(ring_cqe_ready(&self->ring));
+	} else {
+		EXPECT_FALSE(ring_cqe_ready(&self->ring))
+			TH_LOG("completed although ep->mtx was held");
+		EXPECT_TRUE(have_io_wq_worker())
+			TH_LOG("the submission was not retried from io-wq");
+	}
+	EXPECT_EQ(1, mtx_holder_release(&h));
+	ASSERT_EQ(0, ret);
+
+	EXPECT_EQ(variant->expected, ring_wait_cqe(&self->ring));
+	EXPECT_EQ(variant->expected,
+		  ctl(self->sys.epfd, EPOLL_CTL_DISABLE, self->sys.efd, event));
+	EXPECT_EQ(dcase_events(&self->sys), dcase_events(&self->uring));
 }
 
 /*

@@ -1122,9 +1122,10 @@ static int nr_cpus_allowed(void)
 	return CPU_COUNT(&set);
 }
 
+/* FIXTURE_DATA(uring) and FIXTURE_VARIANT(uring), spelt out for checkpatch. */
 static void contend_by_scanning(struct __test_metadata *_metadata,
-				FIXTURE_DATA(uring) *self,
-				const FIXTURE_VARIANT(uring) *variant)
+				struct _test_data_uring *self,
+				const struct _fixture_variant_uring *variant)
 {
 	struct epoll_event *event = variant->pass_event ? &self->zero : NULL;
 	struct contender c = { .epfd = self->uring.epfd };

@@ -469,6 +469,30 @@ static void ep_test_check(struct ep_test *t, struct ep_test_state *s,
 	ep_test_check_state(t, s, step);
 }
 
+/*
+ * A snapshot, or room for events, off the stack. With KASAN_STACK every
+ * local whose address is taken, each KUNIT_EXPECT_*() included, gets a
+ * slot of its own between redzones: a case with two snapshots and a few
+ * dozen expectations on its stack outgrows the 2048-byte FRAME_WARN of
+ * clang builds.
+ */
+static struct ep_test_state *ep_test_state_alloc(struct kunit *test)
+{
+	struct ep_test_state *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	return s;
+}
+
+static struct epoll_event *ep_test_events_alloc(struct kunit *test)
+{
+	struct epoll_event *ev = kunit_kcalloc(test, EP_TEST_NR_SRC,
+					       sizeof(*ev), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, ev);
+	return ev;
+}
+
 /* ADD: an item is queued iff it is ready, and holds a wakeup source iff asked */
 
 struct ep_insert_case {
@@ -1079,14 +1103,79 @@ static void ep_disable_case_desc(const struct ep_disable_case *c, char *desc)
 
 KUNIT_ARRAY_PARAM(ep_disable, ep_disable_cases, ep_disable_case_desc);
 
+/* After the DISABLE: item 0 untouched on an error, else disarmed and released. */
+static noinline_for_stack void
+ep_disable_check_result(struct ep_test *t, const struct ep_disable_case *c,
+			const struct ep_test_state *before,
+			const struct ep_test_state *s)
+{
+	const struct ep_test_item *it = &s->item[0];
+	struct kunit *test = t->test;
+
+	KUNIT_EXPECT_TRUE(test, s->item[1].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s->rd_order[0], 1);
+	if (!c->add) {
+		KUNIT_EXPECT_PTR_EQ(test, it->epi, NULL);
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, it->data, 1);
+	KUNIT_EXPECT_PTR_EQ(test, it->ws, before->item[0].ws);
+	if (c->error) {
+		/* Nothing changed. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(before->item[0].events));
+		KUNIT_EXPECT_EQ(test, it->on_rdllist, before->item[0].on_rdllist);
+		KUNIT_EXPECT_EQ(test, it->ws_active, before->item[0].ws_active);
+	} else {
+		/* Disarmed, unlinked, and its wakeup source released. */
+		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
+				ep_u32(c->events & EP_PRIVATE_BITS));
+		KUNIT_EXPECT_FALSE(test, it->linked);
+		KUNIT_EXPECT_FALSE(test, it->ws_active);
+		KUNIT_EXPECT_EQ(test, s->nr_rd, 1);
+	}
+}
+
+/* Then wakeups; a oneshot item is disarmed until MOD re-arms it. */
+static noinline_for_stack void
+ep_disable_then_rearm(struct ep_test *t, const struct ep_disable_case *c,
+		      struct ep_test_state *s, struct epoll_event *ev)
+{
+	bool oneshot = c->events & EPOLLONESHOT;
+	const struct ep_test_item *it = &s->item[0];
+	struct kunit *test = t->test;
+
+	/* Wakeups, with and without a key, queue only an armed item. */
+	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
+	ep_test_fire(t, 0, EPOLLIN, 0);
+	ep_test_check(t, s, "wakeups after disable");
+	KUNIT_EXPECT_EQ(test, it->on_rdllist, !oneshot);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
+			oneshot ? 1 : 2);
+	ep_test_check(t, s, "wait after disable");
+
+	if (!oneshot)
+		return;
+	/* A second DISABLE finds the item disarmed. */
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
+			-EBUSY);
+	/* MOD re-arms it: it is ready, so it is queued and reported again. */
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
+	ep_test_check(t, s, "rearm");
+	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
+	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
+	ep_test_check(t, s, "disable after rearm");
+	KUNIT_EXPECT_FALSE(test, it->linked);
+}
+
 static void eventpoll_disable_item(struct kunit *test)
 {
 	const struct ep_disable_case *c = test->param_value;
-	bool oneshot = c->events & EPOLLONESHOT;
+	struct ep_test_state *before = ep_test_state_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state before, s;
-	const struct ep_test_item *it = &s.item[0];
 
 	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
@@ -1100,56 +1189,14 @@ static void eventpoll_disable_item(struct kunit *test)
 	/* The bystander is level-triggered: it is queued again. */
 	if (c->deliver)
 		KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 2);
-	ep_test_check(t, &before, "before");
+	ep_test_check(t, before, "before");
 
 	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
 			c->error);
-	ep_test_check(t, &s, "disable");
-	KUNIT_EXPECT_TRUE(test, s.item[1].on_rdllist);
-	KUNIT_EXPECT_EQ(test, s.rd_order[0], 1);
-	if (!c->add) {
-		KUNIT_EXPECT_PTR_EQ(test, it->epi, NULL);
-		return;
-	}
-	KUNIT_EXPECT_EQ(test, it->data, 1);
-	KUNIT_EXPECT_PTR_EQ(test, it->ws, before.item[0].ws);
-	if (c->error) {
-		/* Nothing changed. */
-		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(before.item[0].events));
-		KUNIT_EXPECT_EQ(test, it->on_rdllist, before.item[0].on_rdllist);
-		KUNIT_EXPECT_EQ(test, it->ws_active, before.item[0].ws_active);
-	} else {
-		/* Disarmed, unlinked, and its wakeup source released. */
-		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(c->events & EP_PRIVATE_BITS));
-		KUNIT_EXPECT_FALSE(test, it->linked);
-		KUNIT_EXPECT_FALSE(test, it->ws_active);
-		KUNIT_EXPECT_EQ(test, s.nr_rd, 1);
-	}
-
-	/* Wakeups, with and without a key, queue only an armed item. */
-	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
-	ep_test_fire(t, 0, EPOLLIN, 0);
-	ep_test_check(t, &s, "wakeups after disable");
-	KUNIT_EXPECT_EQ(test, it->on_rdllist, !oneshot);
-	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
-			oneshot ? 1 : 2);
-	ep_test_check(t, &s, "wait after disable");
-
-	if (!oneshot)
-		return;
-	/* A second DISABLE finds the item disarmed. */
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
-			-EBUSY);
-	/* MOD re-arms it: it is ready, so it is queued and reported again. */
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
-	ep_test_check(t, &s, "rearm");
-	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
-	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
-	ep_test_check(t, &s, "disable after rearm");
-	KUNIT_EXPECT_FALSE(test, it->linked);
+	ep_test_check(t, s, "disable");
+	ep_disable_check_result(t, c, before, s);
+	if (c->add)
+		ep_disable_then_rearm(t, c, s, ev);
 }
 
 /*
@@ -1413,12 +1460,13 @@ static void ep_walk_scan(struct ep_test *t, struct ep_model *m,
 
 static void eventpoll_random_walk(struct kunit *test)
 {
-	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
+	struct epoll_event *want = ep_test_events_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	int count[EP_WALK_NR_OPS] = {}, delivered = 0, disarmed = 0;
 	struct ep_test *t = test->priv;
 	struct ep_model m = {};
 	struct rnd_state rnd;
-	struct ep_test_state s;
 	char step[64];
 	int n, k;
 
@@ -1507,8 +1555,8 @@ static void eventpoll_random_walk(struct kunit *test)
 		default:
 			break;
 		}
-		ep_test_check(t, &s, step);
-		ep_model_compare(t, &m, &s, step);
+		ep_test_check(t, s, step);
+		ep_model_compare(t, &m, s, step);
 		if (test->status == KUNIT_FAILURE)
 			break;
 	}

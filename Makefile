@@ -18,6 +18,10 @@ RESULTS := $(OUT_DIR)/results
 STAGE := $(S)/stage.sh
 EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/eventpoll.kunitconfig ] || echo --expect-kunit)
 
+# make check builds the matrix quick (-q): every patch in every
+# configuration, but kbuild rebuilds only the objects a patch changes.
+MATRIX_CHECK_FLAGS ?= -q
+
 # The stages that prove the series: KUnit on UML, then the guest.
 define test_stages
 	$(STAGE) -k kunit-uml $(S)/run-kunit.sh
@@ -35,7 +39,8 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport mutants export submit clean
+	summary lint lint-series lint-docs htmldocs backport matrix mutants export \
+	submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -66,6 +71,7 @@ check:
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(test_stages)
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
+	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
 	$(STAGE) -k backport $(S)/check-backport.sh
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 
@@ -102,6 +108,11 @@ htmldocs:
 ## make backport the stable fixes of the series, applied to and built on Debian's linux-source-6.1
 backport:
 	$(S)/check-backport.sh
+
+## make matrix [MATRIX="arm-gcc i386-gcc"]   every patch, objects only, on x86_64 gcc and
+##               clang, i386, arm, arm64, x86_64 without PM_SLEEP/IO_URING/EPOLL: no new warning
+matrix:
+	$(S)/build-matrix.sh $(foreach c,$(MATRIX),-c $(c))
 
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:

@@ -45,30 +45,6 @@ kmake() {
 	make -s -C "$WORKTREE" O="$KBUILD" ARCH=x86_64 CC="$KCC" "$@"
 }
 
-# Fail when olddefconfig dropped or changed an option a fragment asked for.
-verify_config() {
-	local config=$1 frag line opt want bad=0
-
-	while read -r frag; do
-		while read -r line; do
-			case "$line" in
-			CONFIG_*=*) opt=${line%%=*}; want=${line#*=} ;;
-			"# CONFIG_"*" is not set") opt=${line#\# }; opt=${opt%% *}; want=n ;;
-			*) continue ;;
-			esac
-			if [ "$want" = n ]; then
-				! grep -q "^$opt=" "$config" && continue
-			else
-				grep -qxF "$opt=$want" "$config" && continue
-			fi
-			printf '  %s=%s (from %s) is "%s"\n' "$opt" "$want" "${frag##*/}" \
-				"$(grep -E "^$opt=|^# $opt is not set" "$config" || echo unset)" >&2
-			bad=1
-		done < "$frag"
-	done < <(fragments)
-	[ "$bad" -eq 0 ] || die "options above did not survive olddefconfig: fix the fragments"
-}
-
 configure() {
 	local tmp="$KBUILD/.config.new"
 
@@ -79,7 +55,7 @@ configure() {
 		"$WORKTREE/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" \
 		"$tmp" "${frags[@]}" >/dev/null)
 	KCONFIG_CONFIG=.config.new kmake olddefconfig >/dev/null
-	verify_config "$tmp"
+	verify_config "$tmp" "${frags[@]}"
 	if cmp -s "$tmp" "$KBUILD/.config"; then
 		rm -f "$tmp"
 	else

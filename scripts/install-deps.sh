@@ -16,6 +16,7 @@ readonly PACKAGES=(
 	gcc-multilib libc6-dev-i386				# -m32 selftests
 	busybox-static qemu-system-x86 qemu-system-data		# guest
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
+	clang gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json
 	git-email b4 libmailtools-perl bsdextrautils		# submit

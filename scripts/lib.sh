@@ -94,6 +94,52 @@ base_commit() {
 		die "no base recorded: run 'make tree' (scripts/apply-series.sh) first"
 }
 
+# True when commit $1 of $WORKTREE changes no input of a kernel build, only
+# selftests, .rst documents or MAINTAINERS: its objects are its parent's.
+# (Not all of tools/: objtool runs in the build; nor Documentation/Kconfig.)
+builds_as_parent() {
+	! git -C "$WORKTREE" diff --name-only "$1^" "$1" |
+		grep -qvE '^(tools/testing/|Documentation/.*\.rst$|MAINTAINERS$)'
+}
+
+# The kernel C files (not tools/) that the series adds or changes.
+series_c_files() {
+	git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" HEAD -- '*.c' ':!tools/'
+}
+
+# Fail when olddefconfig dropped or changed an option that one of the
+# fragments @2... asked for in the .config @1. A fragment overrides the
+# ones before it, as with merge_config.sh.
+verify_config() {
+	local config=$1 frag line opt want bad=0
+	declare -A wanted=() from=()
+
+	shift
+	for frag in "$@"; do
+		while read -r line; do
+			case "$line" in
+			CONFIG_*=*) opt=${line%%=*}; want=${line#*=} ;;
+			"# CONFIG_"*" is not set") opt=${line#\# }; opt=${opt%% *}; want=n ;;
+			*) continue ;;
+			esac
+			wanted[$opt]=$want
+			from[$opt]=${frag##*/}
+		done < "$frag"
+	done
+	for opt in $(printf '%s\n' "${!wanted[@]}" | sort); do
+		want=${wanted[$opt]}
+		if [ "$want" = n ]; then
+			! grep -q "^$opt=" "$config" && continue
+		else
+			grep -qxF "$opt=$want" "$config" && continue
+		fi
+		printf '  %s=%s (from %s) is "%s"\n' "$opt" "$want" "${from[$opt]}" \
+			"$(grep -E "^$opt=|^# $opt is not set" "$config" || echo unset)" >&2
+		bad=1
+	done
+	[ "$bad" -eq 0 ] || die "options above did not survive olddefconfig: fix the fragments"
+}
+
 # Checks that report each result and count the failures (lint-docs.sh,
 # check-htmldocs.sh): the caller exits non-zero when $failures > 0.
 failures=0

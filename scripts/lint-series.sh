@@ -67,8 +67,7 @@ bmake() {
 touched_objects() {
 	local f
 
-	git -C "$WORKTREE" diff --name-only "$(base_commit)" HEAD -- '*.c' |
-	while read -r f; do
+	series_c_files | while read -r f; do
 		[ ! -f "$BUILD_DIR/qemu/${f%.c}.o" ] || printf '%s\n' "${f%.c}.o"
 	done
 }
@@ -100,14 +99,6 @@ cocci() {
 }
 
 added() { comm -13 "$1" "$2"; }
-
-# True when commit $1 changes no input of a kernel build, only selftests,
-# .rst documents or MAINTAINERS: its objects are its parent's. (Not all of
-# tools/: objtool runs in the build; nor Documentation/Kconfig.)
-builds_as_parent() {
-	! git -C "$WORKTREE" diff --name-only "$1^" "$1" |
-		grep -qvE '^(tools/testing/|Documentation/.*\.rst$|MAINTAINERS$)'
-}
 
 build() {
 	local base objs prev=base rev i=0 p new

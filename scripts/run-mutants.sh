@@ -43,7 +43,9 @@ prepare() {
 	worktree_at "$MUT_OUT/linux" "$SERIES_BRANCH"
 	git -C "$MUT_OUT/linux" apply "$PATCH" ||
 		die "mutants/guest.patch does not apply on top of the series: regenerate it (see its header)"
-	cp "$OUT_DIR/base-commit" "$MUT_OUT/"
+	# The mutant tree is the applied series plus the patch: the stages
+	# run on it see the markers apply-series.sh left for the series.
+	cp "$OUT_DIR/base-commit" "$SERIES_APPLIED_FILE" "$MUT_OUT/"
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-kernel.sh"
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-selftests.sh"
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/make-initramfs.sh"

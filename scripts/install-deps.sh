@@ -13,7 +13,9 @@ readonly PACKAGES=(
 	git quilt						# apply, export
 	build-essential bc bison flex libelf-dev libssl-dev	# kernel build
 	ccache cpio kmod rsync python3				# kernel build, kunit.py
-	gcc-multilib libc6-dev-i386				# -m32 selftests
+	# -m32 selftests. Not gcc-multilib: it conflicts with the cross
+	# compilers below; the selftests take asm/ from the kernel's headers.
+	gcc-12-multilib libc6-dev-i386
 	busybox-static qemu-system-x86 qemu-system-data		# guest
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
 	clang gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix

@@ -409,7 +409,9 @@ run_config() {
 			seen=$(($(grep -c . <<<"$new") - $(grep -c . <<<"$fresh" || true)))
 			fail "$cfg_name ($(describe)): $p $(
 				[ "$rc" -eq 0 ] || echo 'does not build, and ')adds over the base:
-$(raw_of "$LOG/$cfg_name/$i.warnings" "$fresh" | sed 's/^/    >> /')$(
+$({ raw_of "$LOG/$cfg_name/$i.warnings" "$fresh"
+    [ "$rc" -eq 0 ] || grep -E '\*\*\*|error' "$LOG/$cfg_name/$i.log" | head -5
+  } | sed 's/^/    >> /')$(
 				[ "$seen" -eq 0 ] || printf '\n    (and %d reported above for an earlier patch)' "$seen")
     (log: $LOG/$cfg_name/$i.log)"
 			sort -m "$LOG/$cfg_name/reported.txt" - <<<"$fresh" | sed '/^$/d' > "$LOG/$cfg_name/reported.new"

@@ -1615,9 +1615,12 @@ static enum ep_walk_op ep_walk_op(struct rnd_state *rnd)
  * Open a scan, and wake sources and deliver from the head of the batch in
  * random order, as wakeups on other CPUs meet ep_send_events(); check,
  * end the scan, and compare the events delivered. Returns their number.
+ * Not inlined: with clang and KASAN, its checks and the random walk's
+ * together need more than 2048 bytes of stack.
  */
-static int ep_walk_scan(struct ep_test *t, struct ep_model *m,
-			struct rnd_state *rnd, const char *step)
+static noinline_for_stack int
+ep_walk_scan(struct ep_test *t, struct ep_model *m, struct rnd_state *rnd,
+	     const char *step)
 {
 	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
 	struct epoll_event __user *uevents = t->uevents;

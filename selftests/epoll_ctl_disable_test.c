@@ -44,18 +44,6 @@
 #include "../../kselftest_harness.h"
 #include "epoll_helpers.h"
 
-#ifndef EPOLL_CTL_DISABLE
-#define EPOLL_CTL_DISABLE 4
-#endif
-
-#ifndef __NR_io_uring_setup
-#define __NR_io_uring_setup 425
-#endif
-
-#ifndef __NR_io_uring_enter
-#define __NR_io_uring_enter 426
-#endif
-
 /* epoll_ctl() returning 0 or -errno, so results read as ASSERT_EQ(-EBUSY, ...) */
 static int ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
@@ -99,56 +87,6 @@ static int wait_events(int epfd, struct epoll_event *events, int max,
 		n = epoll_wait(epfd, events, max, timeout_ms);
 	} while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
-}
-
-/*
- * Probe for EPOLL_CTL_DISABLE, with a NULL event on a valid epoll fd and
- * eventfd: first unregistered, then registered as an armed oneshot item.
- * A kernel that has the operation answers ENOENT, then 0 and disarms the
- * item. On a kernel without it, 4 is an unknown op: it fails and changes
- * nothing, with EFAULT where the event is read before the op is looked
- * at (Linux 6.12) or with EINVAL where unknown ops are rejected first.
- * Neither kernel answers the other way: an unknown op never gets as far
- * as the lookup (ENOENT), never succeeds and never changes an item.
- *
- * Returns 1 if the operation is supported, 0 if not. Any other answer is a
- * broken operation, which must fail the tests rather than skip them: then
- * the probe returns the -errno of the DISABLE of the armed item.
- */
-static bool unknown_op_errno(int ret)
-{
-	return ret == -EFAULT || ret == -EINVAL;
-}
-
-static int probe_disable(void)
-{
-	int epfd, efd, unregistered, armed = -EPROTO, ret;
-	uint32_t before = 0, after = 0;
-	bool changed = false;
-
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	efd = eventfd(0, EFD_CLOEXEC);
-	if (epfd < 0 || efd < 0)
-		return -errno;
-	unregistered = ctl_disable(epfd, efd);
-	ret = ctl_add(epfd, efd, EPOLLIN | EPOLLONESHOT, 1);
-	if (!ret)
-		ret = fdinfo_epoll_item(epfd, efd, &before, NULL);
-	if (!ret) {
-		armed = ctl_disable(epfd, efd);
-		changed = fdinfo_epoll_item(epfd, efd, &after, NULL) ||
-			  after != before;
-	}
-	close(efd);
-	close(epfd);
-	if (ret)
-		return ret;
-
-	if (unregistered == -ENOENT || !armed || changed)
-		return 1;
-	if (unknown_op_errno(unregistered) && unknown_op_errno(armed))
-		return 0;
-	return armed;
 }
 
 #define NO_DISABLE "kernel lacks EPOLL_CTL_DISABLE (op 4 fails as unknown)"
@@ -196,7 +134,7 @@ FIXTURE(disable) {
 
 FIXTURE_SETUP(disable)
 {
-	int probe = probe_disable();
+	int probe = epoll_ctl_disable_probe();
 
 	self->epfd = -1;
 	self->efd = -1;
@@ -547,7 +485,7 @@ FIXTURE(wakeup) {
 
 FIXTURE_SETUP(wakeup)
 {
-	int ret = probe_disable();
+	int ret = epoll_ctl_disable_probe();
 
 	self->epfd = -1;
 	self->efd = -1;
@@ -617,149 +555,9 @@ TEST_F(wakeup, mod_after_disable_holds_the_wakeup_source_again)
 
 /*
  * IORING_OP_EPOLL_CTL with EPOLL_CTL_DISABLE, through raw io_uring_setup()
- * and io_uring_enter(): same results as the syscall.
+ * and io_uring_enter() (ring_*() of epoll_helpers.h): same results as the
+ * syscall.
  */
-struct ring {
-	int fd;
-	unsigned int *sq_tail, *sq_mask, *sq_array;
-	unsigned int *cq_head, *cq_tail, *cq_mask;
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqes;
-	void *sq_map, *cq_map;
-	size_t sq_len, cq_len, sqes_len;
-};
-
-static int ring_init(struct ring *r)
-{
-	struct io_uring_params p = {};
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->fd = syscall(__NR_io_uring_setup, 4, &p);
-	if (r->fd < 0)
-		return -errno;
-
-	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
-	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (p.features & IORING_FEAT_SINGLE_MMAP) {
-		if (r->cq_len > r->sq_len)
-			r->sq_len = r->cq_len;
-		r->cq_len = 0;
-	}
-	r->sq_map = mmap(NULL, r->sq_len, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-	if (r->sq_map == MAP_FAILED)
-		goto fail;
-	r->cq_map = r->sq_map;
-	if (r->cq_len) {
-		r->cq_map = mmap(NULL, r->cq_len, PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_POPULATE, r->fd,
-				 IORING_OFF_CQ_RING);
-		if (r->cq_map == MAP_FAILED)
-			goto fail;
-	}
-	r->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
-	r->sqes = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-	if (r->sqes == MAP_FAILED)
-		goto fail;
-
-	r->sq_tail = r->sq_map + p.sq_off.tail;
-	r->sq_mask = r->sq_map + p.sq_off.ring_mask;
-	r->sq_array = r->sq_map + p.sq_off.array;
-	r->cq_head = r->cq_map + p.cq_off.head;
-	r->cq_tail = r->cq_map + p.cq_off.tail;
-	r->cq_mask = r->cq_map + p.cq_off.ring_mask;
-	r->cqes = r->cq_map + p.cq_off.cqes;
-	return 0;
-
-fail:
-	ret = -errno;
-	close(r->fd);
-	r->fd = -1;
-	return ret;
-}
-
-/* Submit one IORING_OP_EPOLL_CTL without waiting for it: 0 or -errno. */
-static int ring_submit_epoll_ctl(struct ring *r, int epfd, int op, int fd,
-				 struct epoll_event *event, bool async)
-{
-	struct io_uring_sqe *sqe;
-	unsigned int tail, idx;
-	int res;
-
-	tail = *r->sq_tail;
-	idx = tail & *r->sq_mask;
-	sqe = &r->sqes[idx];
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_EPOLL_CTL;
-	sqe->flags = async ? IOSQE_ASYNC : 0;
-	sqe->fd = epfd;
-	sqe->off = fd;
-	sqe->len = op;
-	sqe->addr = (uintptr_t)event;
-	sqe->user_data = tail;
-	r->sq_array[idx] = idx;
-	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-
-	do {
-		res = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
-	} while (res < 0 && errno == EINTR);
-	if (res < 0)
-		return -errno;
-	return res == 1 ? 0 : -EIO;
-}
-
-/* True if a completion is waiting in the CQ ring. */
-static bool ring_cqe_ready(struct ring *r)
-{
-	return *r->cq_head != __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
-}
-
-/*
- * Wait for the completion of the one request in flight and consume it:
- * its result, or INT_MIN if something else completed.
- */
-static int ring_wait_cqe(struct ring *r)
-{
-	unsigned int head;
-	int res;
-
-	do {
-		res = syscall(__NR_io_uring_enter, r->fd, 0, 1,
-			      IORING_ENTER_GETEVENTS, NULL, 0);
-	} while (res < 0 && errno == EINTR);
-	if (res < 0 || !ring_cqe_ready(r))
-		return INT_MIN;
-
-	head = *r->cq_head;
-	res = r->cqes[head & *r->cq_mask].res;
-	if (r->cqes[head & *r->cq_mask].user_data != *r->sq_tail - 1)
-		res = INT_MIN;
-	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
-	return res;
-}
-
-/* Submit one IORING_OP_EPOLL_CTL and wait for it: the CQE result. */
-static int ring_epoll_ctl(struct ring *r, int epfd, int op, int fd,
-			  struct epoll_event *event, bool async)
-{
-	if (ring_submit_epoll_ctl(r, epfd, op, fd, event, async))
-		return INT_MIN;
-	return ring_wait_cqe(r);
-}
-
-static void ring_exit(struct ring *r)
-{
-	if (r->sqes && r->sqes != MAP_FAILED)
-		munmap(r->sqes, r->sqes_len);
-	if (r->cq_len && r->cq_map && r->cq_map != MAP_FAILED)
-		munmap(r->cq_map, r->cq_len);
-	if (r->sq_map && r->sq_map != MAP_FAILED)
-		munmap(r->sq_map, r->sq_len);
-	if (r->fd >= 0)
-		close(r->fd);
-}
 
 /* True if an io-wq worker thread (comm "iou-wrk-<tid>") exists. */
 static bool have_io_wq_worker(void)
@@ -885,7 +683,7 @@ FIXTURE_VARIANT_ADD(uring, non_null_addr) {
 
 FIXTURE_SETUP(uring)
 {
-	int ret = probe_disable();
+	int ret = epoll_ctl_disable_probe();
 
 	self->ring.fd = -1;
 	self->sys.epfd = -1;
@@ -1426,7 +1224,7 @@ FIXTURE_VARIANT_ADD(race, naive_del_and_free) {
 FIXTURE_SETUP(race)
 {
 	/* The naive variant checks the checker and runs on any kernel. */
-	int probe = variant->naive ? 1 : probe_disable();
+	int probe = variant->naive ? 1 : epoll_ctl_disable_probe();
 
 	self->r = NULL;
 	ASSERT_LE(0, probe);

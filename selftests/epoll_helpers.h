@@ -6,8 +6,12 @@
  *   raw capget()/capset() on the calling thread (no libcap), so that a
  *   test can drop exactly one capability from its effective set and put
  *   it back afterwards.
- * - fdinfo_epoll_item(): the events mask and data of one item as shown in
- *   /proc/self/fdinfo/<epfd>, i.e. the mask the kernel really stored.
+ * - fdinfo_epoll_item(), fdinfo_epoll_item_by_data(): the events mask and
+ *   data of one item as shown in /proc/self/fdinfo/<epfd>, i.e. the mask
+ *   the kernel really stored.
+ * - epoll_ctl_disable_probe(): whether the kernel has EPOLL_CTL_DISABLE.
+ * - ring_*(): a raw io_uring instance (no liburing) that submits
+ *   IORING_OP_EPOLL_CTL and waits for its completion.
  * - wakeup_count_reader_*(), wakeup_count_read_bounded(): a read of
  *   /sys/power/wakeup_count bounded in time. Such a read blocks while any
  *   wakeup source is active, which is what holds up the suspend handshake
@@ -34,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -41,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/io_uring.h>
 
 #ifndef EPOLLEXCLUSIVE
 #define EPOLLEXCLUSIVE 0x10000000
@@ -48,6 +55,10 @@
 
 #ifndef EPOLLWAKEUP
 #define EPOLLWAKEUP 0x20000000
+#endif
+
+#ifndef EPOLL_CTL_DISABLE
+#define EPOLL_CTL_DISABLE 4
 #endif
 
 #ifndef CAP_WAKE_ALARM
@@ -60,6 +71,14 @@
 
 #ifndef __NR_close_range
 #define __NR_close_range 436
+#endif
+
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+
+#ifndef __NR_io_uring_enter
+#define __NR_io_uring_enter 426
 #endif
 
 /* Bit of capability @cap in a 64-bit capability mask. */
@@ -137,14 +156,8 @@ static inline int cap_is_effective(int cap)
 
 /* /proc/self/fdinfo of an epoll fd */
 
-/*
- * Find the item of target fd @tfd in /proc/self/fdinfo/@epfd, whose lines
- * read "tfd: <fd> events: <hex> data: <hex> ...", and store its events
- * mask and data in @events and @data (either may be NULL).
- * Return 0 if found, -ENOENT if @tfd is not registered in @epfd.
- */
-static inline int fdinfo_epoll_item(int epfd, int tfd, uint32_t *events,
-				    uint64_t *data)
+static inline int __fdinfo_epoll_find(int epfd, int tfd, const uint64_t *want,
+				      uint32_t *events, uint64_t *data)
 {
 	char path[64], *line = NULL;
 	unsigned long long d;
@@ -159,7 +172,8 @@ static inline int fdinfo_epoll_item(int epfd, int tfd, uint32_t *events,
 		return -errno;
 	while (getline(&line, &len, f) > 0) {
 		if (sscanf(line, "tfd: %d events: %x data: %llx",
-			   &fd, &ev, &d) != 3 || fd != tfd)
+			   &fd, &ev, &d) != 3 || fd != tfd ||
+		    (want && d != *want))
 			continue;
 		if (events)
 			*events = ev;
@@ -171,6 +185,92 @@ static inline int fdinfo_epoll_item(int epfd, int tfd, uint32_t *events,
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+/*
+ * Find the item of target fd @tfd in /proc/self/fdinfo/@epfd, whose lines
+ * read "tfd: <fd> events: <hex> data: <hex> ...", and store its events
+ * mask and data in @events and @data (either may be NULL).
+ * Return 0 if found, -ENOENT if @tfd is not registered in @epfd.
+ */
+static inline int fdinfo_epoll_item(int epfd, int tfd, uint32_t *events,
+				    uint64_t *data)
+{
+	return __fdinfo_epoll_find(epfd, tfd, NULL, events, data);
+}
+
+/*
+ * As fdinfo_epoll_item(), for the item of @tfd whose data is @data. Items
+ * are keyed by file and fd number: after @tfd was closed while a duplicate
+ * kept its file open, the stale item still shows the same tfd.
+ */
+static inline int fdinfo_epoll_item_by_data(int epfd, int tfd, uint64_t data,
+					    uint32_t *events)
+{
+	return __fdinfo_epoll_find(epfd, tfd, &data, events, NULL);
+}
+
+/* EPOLL_CTL_DISABLE */
+
+static inline int __ctl_disable(int epfd, int fd)
+{
+	return epoll_ctl(epfd, EPOLL_CTL_DISABLE, fd, NULL) ? -errno : 0;
+}
+
+static inline bool __unknown_op_errno(int ret)
+{
+	return ret == -EFAULT || ret == -EINVAL;
+}
+
+/*
+ * Probe for EPOLL_CTL_DISABLE, with a NULL event on a valid epoll fd and
+ * eventfd: first unregistered, then registered as an armed oneshot item.
+ * A kernel that has the operation answers ENOENT, then 0 and disarms the
+ * item. On a kernel without it, 4 is an unknown op: it fails and changes
+ * nothing, with EFAULT where the event is read before the op is looked
+ * at (Linux 6.12) or with EINVAL where unknown ops are rejected first.
+ * Neither kernel answers the other way: an unknown op never gets as far
+ * as the lookup (ENOENT), never succeeds and never changes an item.
+ *
+ * Returns 1 if the operation is supported, 0 if not. Any other answer is a
+ * broken operation, which must fail the tests rather than skip them: then
+ * the probe returns the -errno of the DISABLE of the armed item.
+ */
+static inline int epoll_ctl_disable_probe(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
+	int epfd, efd, unregistered, armed = -EPROTO, ret;
+	uint32_t before = 0, after = 0;
+	bool changed = false;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	efd = eventfd(0, EFD_CLOEXEC);
+	if (epfd < 0 || efd < 0) {
+		ret = -errno;
+		if (epfd >= 0)
+			close(epfd);
+		return ret;
+	}
+	unregistered = __ctl_disable(epfd, efd);
+	ret = epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) ? -errno : 0;
+	if (!ret)
+		ret = fdinfo_epoll_item(epfd, efd, &before, NULL);
+	if (!ret) {
+		armed = __ctl_disable(epfd, efd);
+		changed = fdinfo_epoll_item(epfd, efd, &after, NULL) ||
+			  after != before;
+	}
+	close(efd);
+	close(epfd);
+	if (ret)
+		return ret;
+
+	if (unregistered == -ENOENT || !armed || changed)
+		return 1;
+	if (__unknown_op_errno(unregistered) &&
+	    __unknown_op_errno(armed))
+		return 0;
+	return armed;
 }
 
 /* Bounded read of /sys/power/wakeup_count */
@@ -419,6 +519,174 @@ static inline int wakeup_source_find(const char *name,
 	}
 	closedir(dir);
 	return found;
+}
+
+/* IORING_OP_EPOLL_CTL through raw io_uring_setup() and io_uring_enter() */
+
+/* An io_uring instance with its rings mapped; one thread uses it at a time. */
+struct ring {
+	int fd;
+	unsigned int *sq_tail, *sq_mask, *sq_array;
+	unsigned int *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	void *sq_map, *cq_map;
+	size_t sq_len, cq_len, sqes_len;
+};
+
+/* Set up @r with four entries: 0, or -errno (EPERM: io_uring disabled). */
+static inline int ring_init(struct ring *r)
+{
+	struct io_uring_params p = {};
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = syscall(__NR_io_uring_setup, 4, &p);
+	if (r->fd < 0)
+		return -errno;
+
+	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP) {
+		if (r->cq_len > r->sq_len)
+			r->sq_len = r->cq_len;
+		r->cq_len = 0;
+	}
+	r->sq_map = mmap(NULL, r->sq_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+	if (r->sq_map == MAP_FAILED)
+		goto fail;
+	r->cq_map = r->sq_map;
+	if (r->cq_len) {
+		r->cq_map = mmap(NULL, r->cq_len, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_POPULATE, r->fd,
+				 IORING_OFF_CQ_RING);
+		if (r->cq_map == MAP_FAILED)
+			goto fail;
+	}
+	r->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	r->sqes = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+	if (r->sqes == MAP_FAILED)
+		goto fail;
+
+	r->sq_tail = r->sq_map + p.sq_off.tail;
+	r->sq_mask = r->sq_map + p.sq_off.ring_mask;
+	r->sq_array = r->sq_map + p.sq_off.array;
+	r->cq_head = r->cq_map + p.cq_off.head;
+	r->cq_tail = r->cq_map + p.cq_off.tail;
+	r->cq_mask = r->cq_map + p.cq_off.ring_mask;
+	r->cqes = r->cq_map + p.cq_off.cqes;
+	return 0;
+
+fail:
+	ret = -errno;
+	close(r->fd);
+	r->fd = -1;
+	return ret;
+}
+
+/*
+ * Submit one IORING_OP_EPOLL_CTL without waiting for it: 0 or -errno. The
+ * event pointer (sqe->addr) is @addr, 64 bits even for a 32-bit caller.
+ * With @async the SQE has IOSQE_ASYNC: the request runs in io-wq.
+ */
+static inline int ring_submit_epoll_ctl_addr(struct ring *r, int epfd, int op,
+					     int fd, uint64_t addr, bool async)
+{
+	struct io_uring_sqe *sqe;
+	unsigned int tail, idx;
+	int res;
+
+	tail = *r->sq_tail;
+	idx = tail & *r->sq_mask;
+	sqe = &r->sqes[idx];
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_EPOLL_CTL;
+	sqe->flags = async ? IOSQE_ASYNC : 0;
+	sqe->fd = epfd;
+	sqe->off = fd;
+	sqe->len = op;
+	sqe->addr = addr;
+	sqe->user_data = tail;
+	r->sq_array[idx] = idx;
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+
+	do {
+		res = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
+	} while (res < 0 && errno == EINTR);
+	if (res < 0)
+		return -errno;
+	return res == 1 ? 0 : -EIO;
+}
+
+/* Submit one IORING_OP_EPOLL_CTL with @event without waiting for it. */
+static inline int ring_submit_epoll_ctl(struct ring *r, int epfd, int op,
+					int fd, struct epoll_event *event,
+					bool async)
+{
+	return ring_submit_epoll_ctl_addr(r, epfd, op, fd, (uintptr_t)event,
+					  async);
+}
+
+/* True if a completion is waiting in the CQ ring. */
+static inline bool ring_cqe_ready(struct ring *r)
+{
+	return *r->cq_head != __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Wait for the completion of the one request in flight and consume it:
+ * its result, or INT_MIN if something else completed.
+ */
+static inline int ring_wait_cqe(struct ring *r)
+{
+	unsigned int head;
+	int res;
+
+	do {
+		res = syscall(__NR_io_uring_enter, r->fd, 0, 1,
+			      IORING_ENTER_GETEVENTS, NULL, 0);
+	} while (res < 0 && errno == EINTR);
+	if (res < 0 || !ring_cqe_ready(r))
+		return INT_MIN;
+
+	head = *r->cq_head;
+	res = r->cqes[head & *r->cq_mask].res;
+	if (r->cqes[head & *r->cq_mask].user_data != *r->sq_tail - 1)
+		res = INT_MIN;
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+/*
+ * Submit one IORING_OP_EPOLL_CTL and wait for it: the CQE result, or
+ * INT_MIN if submitting or reaping failed.
+ */
+static inline int ring_epoll_ctl_addr(struct ring *r, int epfd, int op, int fd,
+				      uint64_t addr, bool async)
+{
+	if (ring_submit_epoll_ctl_addr(r, epfd, op, fd, addr, async))
+		return INT_MIN;
+	return ring_wait_cqe(r);
+}
+
+static inline int ring_epoll_ctl(struct ring *r, int epfd, int op, int fd,
+				 struct epoll_event *event, bool async)
+{
+	return ring_epoll_ctl_addr(r, epfd, op, fd, (uintptr_t)event, async);
+}
+
+static inline void ring_exit(struct ring *r)
+{
+	if (r->sqes && r->sqes != MAP_FAILED)
+		munmap(r->sqes, r->sqes_len);
+	if (r->cq_len && r->cq_map && r->cq_map != MAP_FAILED)
+		munmap(r->cq_map, r->cq_len);
+	if (r->sq_map && r->sq_map != MAP_FAILED)
+		munmap(r->sq_map, r->sq_len);
+	if (r->fd >= 0)
+		close(r->fd);
 }
 
 #endif /* __EPOLL_HELPERS_H */

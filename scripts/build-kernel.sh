@@ -7,6 +7,8 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 readonly KBUILD="$BUILD_DIR/qemu"
+# The sanitizers: KASAN and lockdep, or config/kcsan.config (make stress KCSAN=1).
+: "${DEBUG_CONFIG:=$REPO_DIR/config/debug.config}"
 
 usage() {
 	cat <<EOF
@@ -17,15 +19,16 @@ into $KBUILD, with ccache.
 
 The configuration is tinyconfig merged with, in order:
   config/qemu-x86_64.config   what the guest and the epoll tests need
-  config/debug.config         KASAN, lockdep, KUnit, ...
+  \$DEBUG_CONFIG               KASAN, lockdep, KUnit, ... (now: ${DEBUG_CONFIG#"$REPO_DIR"/})
   tools/testing/selftests/filesystems/epoll/config   (if the tree has it)
   fs/tests/eventpoll.kunitconfig                      (if the tree has it)
 Every option asked for must survive olddefconfig, else the build stops.
 An unchanged configuration is not rewritten, so rebuilds stay incremental.
 
 Environment:
-  OUT_DIR  output directory (now: $OUT_DIR)
-  JOBS     parallel make jobs (now: $JOBS)
+  OUT_DIR       output directory (now: $OUT_DIR)
+  JOBS          parallel make jobs (now: $JOBS)
+  DEBUG_CONFIG  the sanitizer fragment (default: config/debug.config)
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -34,7 +37,7 @@ EOF
 fragments() {
 	local f
 
-	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config" "$REPO_DIR/config/debug.config"
+	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config" "$DEBUG_CONFIG"
 	for f in tools/testing/selftests/filesystems/epoll/config \
 		 fs/tests/eventpoll.kunitconfig; do
 		[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"

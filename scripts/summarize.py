@@ -44,6 +44,7 @@ PROGRAM_HEADER = re.compile(r'^# selftests: (?P<collection>[^:]+): (?P<program>\
 # Reports that make a kernel log a failure, whatever the tests said.
 SPLATS = [
     (re.compile(r'WARNING: .* at '), 'WARN'),
+    (re.compile(r'BUG: KCSAN'), 'KCSAN report'),
     (re.compile(r'\bBUG[: ]'), 'BUG'),
     (re.compile(r'KASAN'), 'KASAN report'),
     (re.compile(r'possible (recursive|circular) locking|inconsistent lock state|'

@@ -11,7 +11,8 @@ ifeq ($(abspath $(OUT_DIR)),/)
 $(error OUT_DIR must not be /)
 endif
 # Settings the scripts read (make help lists them).
-export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR
+export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
+	DURATION SEED KCSAN
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -39,8 +40,8 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport matrix mutants export \
-	submit clean
+	summary lint lint-series lint-docs htmldocs backport matrix mutants stress \
+	export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -52,6 +53,9 @@ help:
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
+	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
+	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
+	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
 	  '  SEND=1        make submit: really send the mails' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
@@ -117,6 +121,10 @@ matrix:
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:
 	$(S)/run-mutants.sh $(N)
+
+## make stress  [DURATION=450 SEED= KCSAN=1]  long run of epoll_stress_test in the guest
+stress:
+	$(S)/run-stress.sh
 
 ## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
 export:

@@ -39,8 +39,8 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport matrix mutants export \
-	submit clean
+	summary lint lint-series lint-docs htmldocs backport matrix mutants mutate \
+	export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -52,6 +52,7 @@ help:
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
+	  '  STEP          make mutate: only prepare, kunit, guest or report (default: all)' \
 	  '  SEND=1        make submit: really send the mails' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
@@ -66,6 +67,7 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) mutant-list $(S)/run-mutants.sh --check
+	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
@@ -117,6 +119,10 @@ matrix:
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:
 	$(S)/run-mutants.sh $(N)
+
+## make mutate  generated mutants (scripts/mutate.py), all in one kernel: KUnit on UML, kselftests in the guest
+mutate:
+	$(S)/run-mutate.sh $(if $(STEP),$(STEP),all)
 
 ## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
 export:

@@ -29,6 +29,7 @@ of the batch: a guess from v1's 194-248 s a boot of one mutant, not
 measured for a batch).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -70,6 +71,45 @@ def read_tsv(path):
 
 def generated():
     return {int(r[0]): r for r in read_tsv(GEN)}
+
+
+def stamp():
+    """The second line of every result file: the generated.tsv its ids
+    are of. Results of another list (an older series) are stale."""
+    with open(GEN, "rb") as f:
+        return "# mutants/generated.tsv sha256:" + hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def read_results(path):
+    """Rows of a result file of this sweep; refuse one of other mutants."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        f.readline()
+        if f.readline().rstrip("\n") != stamp():
+            sys.exit(f"mutate-sweep: {path} is not of the mutants of mutants/generated.tsv "
+                     "(made for an older series or list, or before result files were "
+                     "stamped): its ids name other mutants; move it away")
+    return read_tsv(path)
+
+
+def start_results(path, header):
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(header + "\n" + stamp() + "\n")
+
+
+def equivalents(gen):
+    """{id: why} of mutants/equivalent.tsv, each checked to be the mutant
+    (function, operator, original) its argument was written for."""
+    equiv = {}
+    for r in read_tsv(EQUIV):
+        g = gen.get(int(r[0]))
+        if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
+            sys.exit(f"mutate-sweep: mutants/equivalent.tsv: mutant {r[0]} is not "
+                     f"{' / '.join(r[1:4])}: renumber or drop the argument")
+        equiv[int(r[0])] = r[4]
+    return equiv
 
 
 def failed_cases(node, path, out):
@@ -136,11 +176,9 @@ def kunit_one(mid):
 
 def cmd_kunit(ids):
     gen = generated()
-    done = {int(r[0]) for r in read_tsv(KUNIT_TSV)}
+    done = {int(r[0]) for r in read_results(KUNIT_TSV)}
     ids = ids or sorted(gen)
-    if not os.path.exists(KUNIT_TSV):
-        with open(KUNIT_TSV, "w") as f:
-            f.write("# id\tkillers\tseconds\tcases\n")
+    start_results(KUNIT_TSV, "# id\tkillers\tseconds\tcases")
     t0 = time.time()
     if 0 not in done:
         k, s, n = kunit_one(0)
@@ -249,15 +287,15 @@ def killers_of(seg):
             elif m.group(1) == "not ok" and not failed and not d.upper().startswith("SKIP"):
                 add(f"{m.group(2)}:{d.split()[0] if d else 'exit'}")
             prog = None
+    if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
+        k.append("guest-no-result")     # an ABI failed, but no program or test did
     return k
 
 
 def cmd_guest(ids):
-    done = {int(r[0]) for r in read_tsv(GUEST_TSV)}
+    done = {int(r[0]) for r in read_results(GUEST_TSV)}
     todo = [i for i in ids if i not in done]
-    if not os.path.exists(GUEST_TSV):
-        with open(GUEST_TSV, "w") as f:
-            f.write("# id\tstatus\tkillers\tboot\n")
+    start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
     results = os.path.join(MUT, "results")
     t0 = time.time()
     boot = 0
@@ -311,9 +349,9 @@ def cmd_report(ids):
     up = os.path.join(REPO, "mutants", "uncompilable")
     if os.path.exists(up):
         excl = {int(l.split("#")[0]) for l in open(up) if l.split("#")[0].strip()}
-    equiv = {int(r[0]): r[1] for r in read_tsv(EQUIV)}
-    ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_tsv(KUNIT_TSV)}
-    gu = {int(r[0]): (r[1], [k for k in r[2].split(",") if k]) for r in read_tsv(GUEST_TSV)}
+    equiv = equivalents(gen)
+    ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
+    gu = {int(r[0]): (r[1], [k for k in r[2].split(",") if k]) for r in read_results(GUEST_TSV)}
     rows = []
     st_count = {}
     for mid, g in sorted(gen.items()):
@@ -321,7 +359,7 @@ def cmd_report(ids):
         gs, gk = gu.get(mid, (None, []))
         if mid in excl:
             st = "uncompilable"
-        elif kk or gk:
+        elif kk or gk or gs == "killed":
             st = "killed"
         elif mid in equiv:
             st = "equivalent"
@@ -335,6 +373,7 @@ def cmd_report(ids):
         st_count[st] = st_count.get(st, 0) + 1
     with open(RESULTS, "w") as f:
         f.write("# id\tfunction\toperator\tstatus\tkillers\tfile\tline\tran\tnote\n")
+        f.write(stamp() + "\n")
         for r in rows:
             f.write("\t".join(map(str, r)) + "\n")
     total = len(rows)

@@ -41,6 +41,7 @@ mutated) with --tsv.
 """
 
 import argparse
+import hashlib
 import os
 import re
 import subprocess
@@ -488,9 +489,8 @@ def generate(tree, exclude):
     return rows, out
 
 
-def harness_names(src):
+def harness_names(text):
     """fixture[.variant].test names of a kselftest_harness program."""
-    text = open(src).read()
     variants = {}
     for f, v in re.findall(r"^FIXTURE_VARIANT_ADD\(\s*(\w+)\s*,\s*(\w+)\s*\)", text, re.M):
         variants.setdefault(f, []).append(v)
@@ -501,6 +501,34 @@ def harness_names(src):
     for t in re.findall(r"^TEST\(\s*(\w+)", text, re.M):
         names.add(f"global.{t}")
     return names
+
+
+def new_test_lines():
+    """{path: the lines new-tests/*.patch add to it}: the tests the guest
+    sweep runs on top of the series (scripts/run-mutate.sh applies them)."""
+    added = {}
+    for name in sorted(os.listdir(NEW_TESTS)) if os.path.isdir(NEW_TESTS) else []:
+        if not name.endswith(".patch"):
+            continue
+        path = None
+        for line in open(os.path.join(NEW_TESTS, name)):
+            if line.startswith("+++ b/"):
+                path = line[6:].rstrip("\n")
+            elif line.startswith("+") and not line.startswith("+++") and path:
+                added.setdefault(path, []).append(line[1:])
+    return added
+
+
+def stamp(path):
+    """The line a result file carries to name the generated.tsv it is for."""
+    with open(path, "rb") as f:
+        return "# mutants/generated.tsv sha256:" + hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def second_line(path):
+    with open(path) as f:
+        f.readline()
+        return f.readline().rstrip("\n")
 
 
 def check(tree, exclude):
@@ -514,25 +542,45 @@ def check(tree, exclude):
         diff = [i for i in sorted(set(old) | set(new))
                 if i not in old or i not in new or key(old[i]) != key(tuple(map(str, new[i])))]
         problems.append(f"mutants/generated.tsv is stale for the series ({len(diff)} mutants differ, "
-                        f"first {diff[:5]}): run 'make mutate' again")
+                        f"first {diff[:5]}): regenerate it ('scripts/mutate.py out/linux --tsv "
+                        f"mutants/generated.tsv', or 'make mutate STEP=prepare'), move the old "
+                        f"results aside and run the sweep again")
     kunit_src = open(os.path.join(tree, "fs/tests/eventpoll_kunit.c")).read()
     kcases = set(re.findall(r"KUNIT_CASE(?:_PARAM)?\(\s*(\w+)", kunit_src))
     progs = {}
-    sdir = os.path.join(tree, "tools/testing/selftests/filesystems/epoll")
+    sdir = "tools/testing/selftests/filesystems/epoll"
+    added = new_test_lines()
     results = read_tsv(RESULTS_TSV)
     if not results:
         problems.append("no mutants/results.tsv")
+    elif os.path.exists(GEN_TSV) and second_line(RESULTS_TSV) != stamp(GEN_TSV):
+        problems.append("mutants/results.tsv was made for another mutants/generated.tsv: its results "
+                        "are not of these mutants; run 'scripts/mutate-sweep.py report' (results "
+                        "of an older series belong in mutants/<version>/)")
+    for r in read_tsv(EQUIV_TSV):
+        g = old.get(int(r[0]))
+        if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
+            problems.append(f"mutants/equivalent.tsv: mutant {r[0]} is not "
+                            f"{' / '.join(r[1:4])} in generated.tsv: renumber or drop the argument")
     seen = set()
     for r in results:
         seen.add(int(r[0]))
+        g = old.get(int(r[0]))
+        if g is not None and (r[1], r[2], r[5]) != (g[2], g[4], g[1]):
+            problems.append(f"results.tsv: mutant {r[0]} is {r[5]} {r[1]} {r[2]}, generated.tsv "
+                            f"says {g[1]} {g[2]} {g[4]}")
         for k in filter(None, r[4].split(",") if len(r) > 4 else []):
-            if k in kcases or k in ("crash", "timeout", "WARN", "KASAN", "crash-or-hang") \
+            if k in kcases or k in ("crash", "timeout", "WARN", "KASAN", "crash-or-hang",
+                                    "guest-no-result") \
                     or k.startswith("kernel:"):
                 continue
             prog, _, t = k.partition(":")
             src = os.path.join(sdir, prog + ".c")
             if prog not in progs:
-                progs[prog] = harness_names(src) if os.path.exists(src) else None
+                progs[prog] = None
+                if os.path.exists(os.path.join(tree, src)):
+                    text = open(os.path.join(tree, src)).read() + "".join(added.get(src, []))
+                    progs[prog] = harness_names(text)
             if progs[prog] is None:
                 problems.append(f"results.tsv: mutant {r[0]}: no test program {prog}")
             elif t != "TIMEOUT" and not re.match(r"exit(=\d+)?$", t) and t not in progs[prog]:
@@ -544,7 +592,11 @@ def check(tree, exclude):
         print("mutate.py:", p, file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"mutate.py: {len(rows)} mutants still generated as recorded; results.tsv names "
+    status = {}
+    for r in results:
+        status[r[3]] = status.get(r[3], 0) + 1
+    print(f"mutate.py: {len(rows)} mutants still generated as recorded; results.tsv is of "
+          f"them ({', '.join(f'{k} {v}' for k, v in sorted(status.items()))}) and names "
           f"{len(kcases)} KUnit cases and tests of {len(progs)} kselftest programs that exist",
           file=sys.stderr)
 
@@ -559,6 +611,8 @@ def read_tsv(path):
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN_TSV = os.path.join(REPO, "mutants", "generated.tsv")
 RESULTS_TSV = os.path.join(REPO, "mutants", "results.tsv")
+EQUIV_TSV = os.path.join(REPO, "mutants", "equivalent.tsv")
+NEW_TESTS = os.path.join(REPO, "new-tests")
 
 
 def main():

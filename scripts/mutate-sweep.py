@@ -294,6 +294,9 @@ def killers_of(seg):
 
 def cmd_guest(ids):
     done = {int(r[0]) for r in read_results(GUEST_TSV)}
+    if not ids:     # default: what KUnit did not kill, minus the equivalent ones
+        equiv = equivalents(generated())
+        ids = [int(r[0]) for r in read_results(KUNIT_TSV) if not r[1] and int(r[0]) not in equiv]
     todo = [i for i in ids if i not in done]
     start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
     results = os.path.join(MUT, "results")

@@ -40,7 +40,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport matrix mutants stress \
+	summary lint lint-series lint-docs htmldocs backport matrix mutants mutate stress \
 	export submit clean
 
 help:
@@ -53,6 +53,7 @@ help:
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
+	  '  STEP          make mutate: only prepare, kunit, guest or report (default: all)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
@@ -70,6 +71,7 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) mutant-list $(S)/run-mutants.sh --check
+	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
@@ -121,6 +123,10 @@ matrix:
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:
 	$(S)/run-mutants.sh $(N)
+
+## make mutate  generated mutants (scripts/mutate.py), all in one kernel: KUnit on UML, kselftests in the guest
+mutate:
+	$(S)/run-mutate.sh $(if $(STEP),$(STEP),all)
 
 ## make stress  [DURATION=450 SEED= KCSAN=1]  long run of epoll_stress_test in the guest
 stress:

@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Run the generated mutants (scripts/mutate.py) against the tests.
+
+  kunit [ID...]   one UML boot per mutant: kunit.py exec with
+                  eventpoll.mutant=ID; a mutant is killed by the KUnit
+                  cases that fail (or by 'crash'/'timeout' when the run
+                  does not finish). Appends to $MUT_OUT/kunit.tsv and skips
+                  ids already there.
+  guest [ID...]   boots of the debug x86_64 kernel: guest/init runs the
+                  kselftest programs once per mutant (epoll.mutants=...),
+                  selecting it at run time; a boot stops at the first
+                  killed mutant and the next boot goes on with the rest.
+                  The verdicts come from the guest's KTAP
+                  ($MUT_OUT/results/ktap.log, one subtest "mutant-<id>"
+                  each), a crash from the kernel log (console.log).
+                  Appends to $MUT_OUT/guest.tsv.
+  report          merges mutants/generated.tsv, the two result files and
+                  mutants/equivalent.tsv into mutants/results.tsv and
+                  prints the scores.
+
+The trees and builds come from scripts/run-mutate.sh (make mutate).
+Environment: OUT_DIR (default ./out); MUT_OUT (default $OUT_DIR/mut);
+KUNIT_EXEC_TIMEOUT (s, default 60); GUEST_TESTS, the programs
+(default epoll_wakeup_abi_test,epoll_ctl_disable_test); GUEST_ABIS
+(default m64); GUEST_BATCH, mutants a boot at most (default 20);
+QEMU_TIMEOUT, the limit of one boot (default 600 s plus 240 s a mutant
+of the batch: a guess from v1's 194-248 s a boot of one mutant, not
+measured for a batch).
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.abspath(os.environ.get("OUT_DIR", os.path.join(REPO, "out")))
+MUT = os.environ.get("MUT_OUT", os.path.join(OUT, "mut"))
+TREE = os.path.join(MUT, "linux")
+UML = os.path.join(MUT, "build", "kunit-uml")
+GEN = os.path.join(REPO, "mutants", "generated.tsv")
+EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
+RESULTS = os.path.join(REPO, "mutants", "results.tsv")
+KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
+GUEST_TSV = os.path.join(MUT, "guest.tsv")
+TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
+TESTS = os.environ.get("GUEST_TESTS", "epoll_wakeup_abi_test,epoll_ctl_disable_test")
+ABIS = os.environ.get("GUEST_ABIS", "m64")
+BATCH = int(os.environ.get("GUEST_BATCH", "20"))
+
+
+def log(*a):
+    print("mutate-sweep:", *a, file=sys.stderr, flush=True)
+
+
+def read_tsv(path):
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            rows.append(line.rstrip("\n").split("\t"))
+    return rows
+
+
+def generated():
+    return {int(r[0]): r for r in read_tsv(GEN)}
+
+
+def stamp():
+    """The second line of every result file: the generated.tsv its ids
+    are of. Results of another list (an older series) are stale."""
+    with open(GEN, "rb") as f:
+        return "# mutants/generated.tsv sha256:" + hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def read_results(path):
+    """Rows of a result file of this sweep; refuse one of other mutants."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        f.readline()
+        if f.readline().rstrip("\n") != stamp():
+            sys.exit(f"mutate-sweep: {path} is not of the mutants of mutants/generated.tsv "
+                     "(made for an older series or list, or before result files were "
+                     "stamped): its ids name other mutants; move it away")
+    return read_tsv(path)
+
+
+def start_results(path, header):
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(header + "\n" + stamp() + "\n")
+
+
+def equivalents(gen):
+    """{id: why} of mutants/equivalent.tsv, each checked to be the mutant
+    (function, operator, original) its argument was written for."""
+    equiv = {}
+    for r in read_tsv(EQUIV):
+        g = gen.get(int(r[0]))
+        if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
+            sys.exit(f"mutate-sweep: mutants/equivalent.tsv: mutant {r[0]} is not "
+                     f"{' / '.join(r[1:4])}: renumber or drop the argument")
+        equiv[int(r[0])] = r[4]
+    return equiv
+
+
+def failed_cases(node, path, out):
+    """Names of failing leaf cases (suite.case) in kunit.py's JSON."""
+    for c in node.get("test_cases", []):
+        if c["status"] not in ("PASS", "SKIP"):
+            out.add(".".join(path[-1:] + [c["name"]]) if path else c["name"])
+    for g in node.get("sub_groups", []):
+        name = g["name"]
+        sub = path + [name]
+        before = len(out)
+        failed_cases(g, sub, out)
+        # a parameterised case: report the case, not each parameter
+        if len(out) > before and len(sub) >= 3:
+            kept = {o for o in out if not o.startswith(name + ".")}
+            out.clear()
+            out.update(kept)
+            out.add(".".join(sub[-2:]))
+    return out
+
+
+def kunit_one(mid):
+    js = os.path.join(MUT, f"kunit-{mid}.json")
+    logf = os.path.join(MUT, f"kunit-{mid}.log")
+    start = time.time()
+    try:
+        p = subprocess.run(
+            ["./tools/testing/kunit/kunit.py", "exec", f"--build_dir={UML}",
+             f"--kernel_args=eventpoll.mutant={mid}", f"--timeout={TIMEOUT}",
+             f"--json={js}", "--raw_output=all"],
+            cwd=TREE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            timeout=TIMEOUT + 30)
+        raw = p.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        raw = (e.stdout or b"").decode(errors="replace")
+        raw += "\n(timeout)\n"
+    secs = time.time() - start
+    with open(logf, "w") as f:
+        f.write(raw)
+    killers = set()
+    ntests = 0
+    if os.path.exists(js):
+        try:
+            with open(js) as f:
+                data = json.load(f)
+            killers = failed_cases(data, [], set())
+        except ValueError:
+            pass
+        os.unlink(js)
+    oks = len(re.findall(r"^\s*ok \d+ eventpoll_", raw, re.M))
+    nots = re.findall(r"^\s*not ok \d+ (eventpoll_\w+)", raw, re.M)
+    ntests = oks + len(nots)
+    killers = {k.split(".")[-1] for k in killers} | set(nots)
+    done = re.search(r"^\s*(ok|not ok) \d+ eventpoll\s*$", raw, re.M)
+    if not done:
+        killers.add("timeout" if "(timeout)" in raw or secs >= TIMEOUT else "crash")
+    for pat, what in ((r"BUG[: ]|Kernel panic|Oops|general protection", "crash"),
+                      (r"WARNING: .* at ", "WARN"), (r"KASAN", "KASAN")):
+        if re.search(pat, raw):
+            killers.add(what)
+    # mutant 0 must have run every case; a mutant that ran fewer crashed
+    return sorted(killers), secs, ntests
+
+
+def cmd_kunit(ids):
+    gen = generated()
+    done = {int(r[0]) for r in read_results(KUNIT_TSV)}
+    ids = ids or sorted(gen)
+    start_results(KUNIT_TSV, "# id\tkillers\tseconds\tcases")
+    t0 = time.time()
+    if 0 not in done:
+        k, s, n = kunit_one(0)
+        if k:
+            sys.exit(f"mutate-sweep: mutant 0 (no mutation) fails KUnit: {k}")
+        log(f"baseline: {n} cases pass in {s:.1f}s")
+    for mid in ids:
+        if mid in done:
+            continue
+        k, s, n = kunit_one(mid)
+        with open(KUNIT_TSV, "a") as f:
+            f.write(f"{mid}\t{','.join(k)}\t{s:.1f}\t{n}\n")
+        log(f"{mid} {gen[mid][2]} {gen[mid][4]}: {'killed by ' + ','.join(k) if k else 'SURVIVED'} ({s:.1f}s)")
+    log(f"kunit sweep: {len(ids)} mutants in {time.time() - t0:.0f}s")
+
+
+# Kernel reports, as scripts/summarize.py and guest/init know them.
+KERNEL_REPORTS = (
+    (r"WARNING: .* at ", "kernel:WARN"), (r"KASAN", "kernel:KASAN"),
+    (r"(^|[^A-Za-z_])BUG[: ]", "kernel:BUG"),
+    (r"possible (recursive|circular) locking|inconsistent lock state|"
+     r"bad unlock balance|suspicious RCU usage|DEBUG_LOCKS_WARN_ON|"
+     r"lock held when returning", "kernel:lockdep"),
+    (r"detected stall", "kernel:rcu-stall"),
+    (r"called from invalid context", "kernel:atomic-sleep"),
+    (r"blocked for more than", "kernel:hung-task"),
+    (r"Oops|general protection|Kernel panic|UBSAN", "kernel:crash"))
+KERNEL_NOISE = re.compile(r"KernelAddressSanitizer initialized|KernelAddressSanitizer.*enabled")
+# In the runner's output: a program's header and result, and behind "# "
+# the program's own (kselftest_harness.h) result lines.
+PROG_HEADER = re.compile(r"^# selftests: filesystems/epoll: (\S+)")
+PROG_RESULT = re.compile(r"^(ok|not ok) \d+ selftests: filesystems/epoll: (\S+)\s*(?:#\s*(.*))?$")
+CASE_RESULT = re.compile(r"^# (ok|not ok) \d+ (\S+)\s*(?:#\s*(.*))?$")
+
+
+def kernel_killers(lines):
+    k = []
+    for line in lines:
+        if KERNEL_NOISE.search(line):
+            continue
+        for pat, what in KERNEL_REPORTS:
+            if re.search(pat, line) and what not in k:
+                k.append(what)
+    return k
+
+
+def parse_ktap(ktap, console):
+    """({mutant: (status, killers)}, the mutant left unfinished or None)
+    from one boot's KTAP (guest/init: a subtest "mutant-<id>" per mutant)
+    and kernel log. A subtest's lines are indented by 4, its ABIs' runner
+    output by 8, each program's own KTAP behind the runner's "# "."""
+    res, cur, seg = {}, None, []
+    for line in ktap.splitlines():
+        m = re.match(r"^    # epoll-mutant: (\d+)$", line)
+        if m:
+            cur, seg = int(m.group(1)), []
+            continue
+        m = re.match(r"^(ok|not ok) \d+ mutant-(\d+)$", line)
+        if m and cur == int(m.group(2)):
+            res[cur] = ("killed" if m.group(1) == "not ok" else "survived", killers_of(seg))
+            cur = None
+            continue
+        if cur is not None:
+            seg.append(line)
+    if cur is None:
+        return res, None
+    # No result: the kernel crashed or hung, or the boot's time ran out.
+    # What the kernel logged after the mutant's start marker says which.
+    after = console.split(f"epoll-mutant: start {cur}", 1)
+    k = killers_of(seg) + kernel_killers(after[1].splitlines() if len(after) > 1 else [])
+    return res, (cur, k)
+
+
+def killers_of(seg):
+    """From the lines of one mutant's subtest: prog:test of each failed
+    test; prog:TIMEOUT of a program that timed out, prog:exit=N of one that
+    failed without a failed test; kernel:<what> of the kernel's reports."""
+    k, prog, failed = [], None, False
+
+    def add(what):
+        if what not in k:
+            k.append(what)
+    for line in seg:
+        if line.startswith("    # epoll-mutant: kernel: "):
+            for what in kernel_killers([line]):
+                add(what)
+            continue
+        if not line.startswith("        "):
+            continue
+        inner = line[8:]
+        m = PROG_HEADER.match(inner)
+        if m:
+            prog, failed = m.group(1), False
+            continue
+        m = CASE_RESULT.match(inner)
+        if m and prog:
+            if m.group(1) == "not ok" and not (m.group(3) or "").upper().startswith("SKIP"):
+                failed = True
+                add(f"{prog}:{m.group(2)}")
+            continue
+        m = PROG_RESULT.match(inner)
+        if m:
+            d = (m.group(3) or "").strip()
+            if d.upper().startswith("TIMEOUT"):
+                add(f"{m.group(2)}:TIMEOUT")
+            elif m.group(1) == "not ok" and not failed and not d.upper().startswith("SKIP"):
+                add(f"{m.group(2)}:{d.split()[0] if d else 'exit'}")
+            prog = None
+    if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
+        k.append("guest-no-result")     # an ABI failed, but no program or test did
+    return k
+
+
+def cmd_guest(ids):
+    done = {int(r[0]) for r in read_results(GUEST_TSV)}
+    if not ids:     # default: what KUnit did not kill, minus the equivalent ones
+        equiv = equivalents(generated())
+        ids = [int(r[0]) for r in read_results(KUNIT_TSV) if not r[1] and int(r[0]) not in equiv]
+    todo = [i for i in ids if i not in done]
+    start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
+    results = os.path.join(MUT, "results")
+    t0 = time.time()
+    boot = 0
+    while todo:
+        boot += 1
+        batch = todo[:BATCH]
+        env = dict(os.environ, OUT_DIR=MUT,
+                   QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(600 + 240 * len(batch))),
+                   QEMU_APPEND=f"kunit.enable=0 epoll.tests={TESTS} epoll.abis={ABIS} "
+                               f"epoll.mutants={','.join(map(str, batch))}")
+        bt = time.time()
+        for name in ("ktap.log", "console.log"):
+            if os.path.exists(os.path.join(results, name)):
+                os.unlink(os.path.join(results, name))
+        subprocess.run([os.path.join(REPO, "scripts", "run-qemu.sh")], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        text = {}
+        for name in ("ktap.log", "console.log"):
+            try:
+                with open(os.path.join(results, name), errors="replace") as f:
+                    text[name] = f.read()
+            except FileNotFoundError:
+                text[name] = ""
+            with open(os.path.join(MUT, f"guest-boot-{int(bt)}.{name}"), "w") as f:
+                f.write(text[name])
+        if "# epoll-mutant: no " in text["ktap.log"]:
+            sys.exit("mutate-sweep: the guest kernel has no eventpoll.mutant parameter")
+        res, left = parse_ktap(text["ktap.log"], text["console.log"])
+        # A mutant left unfinished is killed (crash or hang), unless it
+        # was not the boot's first and the kernel reported nothing: then
+        # the boot's time may have run out, and it goes first next boot.
+        if left and (left[0] == batch[0] or any(k.startswith("kernel:") for k in left[1])):
+            res[left[0]] = ("killed", left[1] + ["crash-or-hang"])
+        if not res:
+            log(f"boot {boot}: no mutant ran (see {MUT}/guest-boot-{int(bt)}.*.log)")
+            res = {batch[0]: ("killed", ["crash-or-hang"])}
+        with open(GUEST_TSV, "a") as f:
+            for mid in batch:
+                if mid in res:
+                    st, k = res[mid]
+                    f.write(f"{mid}\t{st}\t{','.join(k)}\t{int(bt)}\n")
+                    log(f"guest {mid}: {st} {','.join(k)}")
+        todo = [i for i in todo if i not in res]
+        log(f"boot {boot}: {len(res)} mutants in {time.time() - bt:.0f}s, {len(todo)} left")
+    log(f"guest sweep: {len(ids)} mutants, {boot} boots, {time.time() - t0:.0f}s")
+
+
+def cmd_report(ids):
+    gen = generated()
+    excl = set()
+    up = os.path.join(REPO, "mutants", "uncompilable")
+    if os.path.exists(up):
+        excl = {int(l.split("#")[0]) for l in open(up) if l.split("#")[0].strip()}
+    equiv = equivalents(gen)
+    ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
+    gu = {int(r[0]): (r[1], [k for k in r[2].split(",") if k]) for r in read_results(GUEST_TSV)}
+    rows = []
+    st_count = {}
+    for mid, g in sorted(gen.items()):
+        kk = ku.get(mid)
+        gs, gk = gu.get(mid, (None, []))
+        if mid in excl:
+            st = "uncompilable"
+        elif kk or gk or gs == "killed":
+            st = "killed"
+        elif mid in equiv:
+            st = "equivalent"
+        elif kk is None and gs is None:
+            st = "not-run"
+        else:
+            st = "survived"
+        ran = ("kunit" if kk is not None else "") + ("+guest" if gs else "")
+        note = equiv.get(mid, "")
+        rows.append((mid, g[2], g[4], st, ",".join((kk or []) + gk), g[1], g[3], ran or "none", note))
+        st_count[st] = st_count.get(st, 0) + 1
+    with open(RESULTS, "w") as f:
+        f.write("# id\tfunction\toperator\tstatus\tkillers\tfile\tline\tran\tnote\n")
+        f.write(stamp() + "\n")
+        for r in rows:
+            f.write("\t".join(map(str, r)) + "\n")
+    total = len(rows)
+    live = [r for r in rows if r[3] in ("killed", "survived")]
+    killed = sum(r[3] == "killed" for r in live)
+    print(f"{total} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(st_count.items())))
+    if live:
+        print(f"score (killed / non-equivalent run): {killed}/{len(live)} = {100 * killed / len(live):.1f}%")
+    g = [r for r in rows if "guest" in r[7] and r[3] != "equivalent"]
+    gk = [r for r in g if any(":" in k and not k.startswith("kernel:") for k in r[4].split(","))]
+    if g:
+        print(f"guest: {len(g)} non-equivalent mutants ran, {len(gk)} killed by the kselftests")
+    by_op = {}
+    for r in rows:
+        d = by_op.setdefault(r[2], {})
+        d[r[3]] = d.get(r[3], 0) + 1
+    for op, d in sorted(by_op.items()):
+        print(f"  {op:14s} " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 1)
+    ids = [int(x) for x in sys.argv[2:]]
+    {"kunit": cmd_kunit, "guest": cmd_guest, "report": cmd_report}[sys.argv[1]](ids)
+
+
+if __name__ == "__main__":
+    main()

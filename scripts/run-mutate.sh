@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Mutation testing with generated mutants: scripts/mutate.py makes them,
+# one kernel carries them all, scripts/mutate-sweep.py runs the tests.
+set -o errexit -o nounset -o pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+readonly MUT_OUT="$OUT_DIR/mut"
+readonly GEN="$REPO_DIR/mutants/generated.tsv"
+readonly UNCOMPILABLE="$REPO_DIR/mutants/uncompilable"
+readonly KUNITCONFIG="fs/tests/eventpoll.kunitconfig"
+# Tests written for survivors, not in the series yet: the sweep runs them.
+readonly NEW_TESTS="$REPO_DIR/new-tests"
+
+usage() {
+	cat <<EOF
+Usage: ${0##*/} [-h] [--check | prepare | kunit [ID...] | guest [ID...] | report | all]
+
+prepare  check out the series in $MUT_OUT/linux (a worktree of
+         $WORKTREE), apply new-tests/*.patch, switch every mutant of
+         scripts/mutate.py in (eventpoll.mutant=N selects one, 0 none),
+         write mutants/generated.tsv, build the UML KUnit kernel, the
+         debug guest kernel, the selftests and the initramfs there
+kunit    one UML boot per mutant (all, or the IDs given), results in
+         $MUT_OUT/kunit.tsv (kept: a second run resumes)
+guest    the kselftests (-m64) in the guest, one run per mutant, many
+         mutants a boot; default: the mutants KUnit did not kill
+report   mutants/results.tsv and the scores (scripts/mutate-sweep.py report)
+all      prepare, kunit, guest, report (make mutate)
+
+--check, without building anything (make check runs it): new-tests/
+applies to the series; the generator still applies to the series and
+gives the mutants of mutants/generated.tsv; mutants/results.tsv and
+mutants/equivalent.tsv are of those mutants (not of an older list),
+and results.tsv covers every one and names only tests that exist.
+
+Mutants listed in mutants/uncompilable (one id a line) are generated but
+not switched in. Wall time on 2 cores under TCG: see
+Documentation/testing.md.
+
+Environment: OUT_DIR (now: $OUT_DIR), JOBS (now: $JOBS).
+Exit status: 0 on success, 1 on error or a failed check.
+EOF
+}
+
+new_tests() {
+	compgen -G "$NEW_TESTS/*.patch" || true
+}
+
+# Apply new-tests/*.patch in the tree @1, or with --check only check
+# that they apply to the series in $WORKTREE.
+apply_new_tests() {
+	local p n=0 tree=$1 check=()
+
+	[ "$tree" != --check ] || { tree=$WORKTREE; check=(--check); }
+	for p in $(new_tests); do
+		git -C "$tree" apply "${check[@]}" "$p" ||
+			die "${p#"$REPO_DIR"/} does not apply on top of the series: rebase it"
+		n=$((n + 1))
+	done
+	log "new-tests/: $n patches apply on top of the series"
+}
+
+excluded() {
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$UNCOMPILABLE" 2>/dev/null | paste -sd, -
+}
+
+prepare() {
+	worktree_at "$MUT_OUT/linux" "$SERIES_BRANCH"
+	# The mutant tree is the applied series plus the mutants: the stages
+	# run on it see the markers apply-series.sh left for the series.
+	cp "$OUT_DIR/base-commit" "$SERIES_APPLIED_FILE" "$MUT_OUT/"
+	apply_new_tests "$MUT_OUT/linux"
+	"$REPO_DIR/scripts/mutate.py" "$MUT_OUT/linux" --apply --tsv "$GEN" \
+		--exclude "$(excluded)"
+	(cd "$MUT_OUT/linux" && with_timeout 3000 kunit.py \
+		./tools/testing/kunit/kunit.py build --kunitconfig="$KUNITCONFIG" \
+		--build_dir="$MUT_OUT/build/kunit-uml" --jobs="$JOBS" \
+		--make_options="CC=$KCC" --kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n)
+	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-kernel.sh"
+	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-selftests.sh"
+	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/make-initramfs.sh"
+}
+
+main() {
+	local cmd=${1:-all}
+
+	case "$cmd" in
+	-h|--help) usage; exit 0 ;;
+	--check)
+		need_worktree
+		apply_new_tests --check
+		exec "$REPO_DIR/scripts/mutate.py" "$WORKTREE" --check \
+			--exclude "$(excluded)" ;;
+	prepare) need_worktree; prepare ;;
+	kunit|guest|report) shift || true; exec "$REPO_DIR/scripts/mutate-sweep.py" "$cmd" "$@" ;;
+	all)
+		need_worktree
+		prepare
+		"$REPO_DIR/scripts/mutate-sweep.py" kunit
+		"$REPO_DIR/scripts/mutate-sweep.py" guest
+		"$REPO_DIR/scripts/mutate-sweep.py" report ;;
+	*) usage >&2; exit 1 ;;
+	esac
+}
+
+main "$@"

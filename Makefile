@@ -53,6 +53,7 @@ help:
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
+	  '  PROGRAM       make mutants: only the lines of this test program' \
 	  '  STEP          make mutate: only prepare, kunit, guest or report (default: all)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
@@ -122,7 +123,7 @@ matrix:
 
 ## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
 mutants:
-	$(S)/run-mutants.sh $(N)
+	$(S)/run-mutants.sh $(if $(PROGRAM),-p $(PROGRAM)) $(N)
 
 ## make mutate  generated mutants (scripts/mutate.py), all in one kernel: KUnit on UML, kselftests in the guest
 mutate:

@@ -13,17 +13,19 @@ readonly MUT_OUT="$OUT_DIR/mutants"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] [--check | N...]
+Usage: ${0##*/} [-h] [--check | [-p PROGRAM] N...]
 
 Apply mutants/guest.patch on top of the series in $MUT_OUT/linux (a
 worktree of $WORKTREE), build the guest kernel and the selftests there
-once, then for each mutant N of mutants/guest.list (all, or the N given)
-boot with epoll_mutant=N, run only the mutant's test program (-m64 and
--m32), and check that every test listed for it failed in both ABIs.
+once, then for each line of mutants/guest.list (all, or those of the N
+given; with -p, only those of PROGRAM) boot with epoll_mutant=N, run only
+the line's test program (-m64 and -m32), and check that every test
+listed for it failed in both ABIs.
 Boot-time KUnit is off (kunit.enable=0); the consoles are kept as
 $MUT_OUT/results/mutant-N.log.
 
-mutants/guest.list: one mutant a line,
+mutants/guest.list: one mutant and program a line (a mutant may be
+listed once for each program that must catch it),
   N  program  test[,test...]  what is broken
 test names as the harness prints them (fixture[.variant].test); N is "-"
 for a test that no kernel mutant can fail (it is shown failing another
@@ -91,12 +93,17 @@ check_list() {
 		problems=$((problems + 1))
 	}
 	in_patch=$(grep -oE 'epoll_mutant [!=]= [0-9]+' "$PATCH" | awk '{ print $3 }' | sort -nu)
-	in_list=$(entries | awk '$1 != "-" { print $1 }' | sort -n)
-	if [ "$in_patch" != "$(sort -nu <<<"$in_list")" ] || [ -n "$(uniq -d <<<"$in_list")" ]; then
+	in_list=$(entries | awk '$1 != "-" { print $1 }' | sort -nu)
+	if [ "$in_patch" != "$in_list" ]; then
 		log "mutant numbers differ: patch has $(tr '\n' ' ' <<<"$in_patch")," \
 			"list has $(tr '\n' ' ' <<<"$in_list")"
 		problems=$((problems + 1))
 	fi
+	# A mutant may be listed once per program.
+	for t in $(entries | awk '$1 != "-" { print $1 "/" $2 }' | sort | uniq -d); do
+		log "mutant ${t%%/*} is listed twice for ${t#*/}"
+		problems=$((problems + 1))
+	done
 	for prog in $(entries | awk '{ print $2 }' | sort -u); do
 		src="$WORKTREE/tools/testing/selftests/filesystems/epoll/$prog.c"
 		[ -f "$src" ] || { log "no test program $prog ($src)"; problems=$((problems + 1)); continue; }
@@ -142,12 +149,20 @@ run_one() {
 }
 
 main() {
-	local n prog tests what want=" $* " survivors=0 count=0
+	local n prog tests what want only='' survivors=0 count=0
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	--check) need_worktree; mkdir -p "$MUT_OUT"; check_list; exit 0 ;;
+	-p)
+		[ $# -ge 2 ] || { usage >&2; exit 1; }
+		only=$2
+		shift 2
+		entries | awk -v p="$only" '$2 == p { found = 1 } END { exit !found }' ||
+			die "no mutant of program '$only' in mutants/guest.list"
+		;;
 	esac
+	want=" $* "
 	for n in "$@"; do
 		[[ $n =~ ^[0-9]+$ ]] || { usage >&2; exit 1; }
 		grep -q "^$n " "$LIST" || die "no mutant $n in mutants/guest.list"
@@ -158,6 +173,7 @@ main() {
 
 	while read -r n prog tests what; do
 		[ "$n" != - ] || continue
+		[ -z "$only" ] || [ "$prog" = "$only" ] || continue
 		[ "$want" = "  " ] || [[ $want == *" $n "* ]] || continue
 		count=$((count + 1))
 		run_one "$n" "$prog" "$tests" "$what" </dev/null ||

@@ -12,7 +12,7 @@ $(error OUT_DIR must not be /)
 endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
-	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE
+	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -57,6 +57,7 @@ help:
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
+	  '  BENCH_CHECK=1 make run/check/selftests: add epoll_server --check (disable, userspace) to the -m64 kselftests' \
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \

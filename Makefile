@@ -12,7 +12,7 @@ $(error OUT_DIR must not be /)
 endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
-	DURATION SEED KCSAN
+	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -41,7 +41,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
 	summary lint lint-series lint-docs htmldocs backport matrix mutants mutate stress \
-	export submit clean
+	bench export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -58,6 +58,10 @@ help:
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
+	  '  BENCH_CHECK=1 make run/check/selftests: add epoll_server --check (disable, userspace) to the -m64 kselftests' \
+	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
+	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
+	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
 	  '  SEND=1        make submit: really send the mails' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
@@ -132,6 +136,17 @@ mutate:
 ## make stress  [DURATION=450 SEED= KCSAN=1]  long run of epoll_stress_test in the guest
 stress:
 	$(S)/run-stress.sh
+
+## make bench   base vs patched kernel (non-debug) in interleaved boots under -icount, and the
+##               epoll_server variants: tables, JSON and plot in results/bench/
+bench:
+	@start=$$(date +%s); \
+	$(S)/install-deps.sh && \
+	{ [ -f $(OUT_DIR)/series-applied ] || $(S)/apply-series.sh; } && \
+	$(S)/run-bench.sh; rc=$$?; \
+	t=$$(($$(date +%s) - start)); \
+	echo "make bench: $$((t / 60))m $$((t % 60))s in all"; \
+	exit $$rc
 
 ## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
 export:

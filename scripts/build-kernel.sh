@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Configure and build the x86_64 debug kernel that the QEMU guest boots.
+# Configure and build the x86_64 kernel that the QEMU guest boots: the debug
+# kernel of the tests, or the plain one of the benchmarks.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -9,6 +10,10 @@ set -o errexit -o nounset -o pipefail
 readonly KBUILD="$BUILD_DIR/qemu"
 # The sanitizers: KASAN and lockdep, or config/kcsan.config (make stress KCSAN=1).
 : "${DEBUG_CONFIG:=$REPO_DIR/config/debug.config}"
+# debug: the tests' kernel. bench: config/bench.config instead of the
+# sanitizers and the test fragments, so that the base and the patched tree
+# get the same configuration (scripts/run-bench.sh).
+: "${KERNEL_FLAVOUR:=debug}"
 
 usage() {
 	cat <<EOF
@@ -22,13 +27,18 @@ The configuration is tinyconfig merged with, in order:
   \$DEBUG_CONFIG               KASAN, lockdep, KUnit, ... (now: ${DEBUG_CONFIG#"$REPO_DIR"/})
   tools/testing/selftests/filesystems/epoll/config   (if the tree has it)
   fs/tests/eventpoll.kunitconfig                      (if the tree has it)
+With KERNEL_FLAVOUR=bench, config/qemu-x86_64.config and
+config/bench.config (-O2, high-resolution timers) only: no debugging
+options and no test fragments, which only the patched tree has, so that
+the base and the patched tree get the same configuration (make bench).
 Every option asked for must survive olddefconfig, else the build stops.
 An unchanged configuration is not rewritten, so rebuilds stay incremental.
 
 Environment:
-  OUT_DIR       output directory (now: $OUT_DIR)
-  JOBS          parallel make jobs (now: $JOBS)
-  DEBUG_CONFIG  the sanitizer fragment (default: config/debug.config)
+  OUT_DIR         output directory (now: $OUT_DIR)
+  JOBS            parallel make jobs (now: $JOBS)
+  DEBUG_CONFIG    the sanitizer fragment (default: config/debug.config)
+  KERNEL_FLAVOUR  debug or bench (now: $KERNEL_FLAVOUR)
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -37,7 +47,12 @@ EOF
 fragments() {
 	local f
 
-	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config" "$DEBUG_CONFIG"
+	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config"
+	if [ "$KERNEL_FLAVOUR" = bench ]; then
+		printf '%s\n' "$REPO_DIR/config/bench.config"
+		return 0
+	fi
+	printf '%s\n' "$DEBUG_CONFIG"
 	for f in tools/testing/selftests/filesystems/epoll/config \
 		 fs/tests/eventpoll.kunitconfig; do
 		[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"
@@ -72,6 +87,10 @@ main() {
 	-h|--help) usage; exit 0 ;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
+	esac
+	case "$KERNEL_FLAVOUR" in
+	debug|bench) ;;
+	*) die "KERNEL_FLAVOUR must be debug or bench, not '$KERNEL_FLAVOUR'" ;;
 	esac
 	need_worktree
 	command -v ccache >/dev/null || die "ccache missing: run 'make deps' (scripts/install-deps.sh)"

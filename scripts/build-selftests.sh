@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the epoll kselftests of the patched tree, static, for -m64 and -m32.
+# Build the epoll kselftests of the patched tree, static, for -m64 and -m32,
+# and with BENCH_CHECK=1 the short correctness runs of bench/epoll_server.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -12,6 +13,8 @@ readonly HDRS="$KBUILD/usr/include"
 readonly OUT="$BUILD_DIR/selftests"
 # ABIs to build for; x86-64 packs struct epoll_event, i386 does not need to.
 readonly ABIS=(m64 m32)
+# 1: add bench/epoll_server --check to the -m64 installation.
+: "${BENCH_CHECK:=}"
 
 usage() {
 	cat <<EOF
@@ -24,8 +27,15 @@ statically, once per ABI (${ABIS[*]}), into $OUT/<abi>/: the
 programs and their settings under $TARGET/, run_kselftest.sh and
 kselftest-list.txt, as the kselftest documentation describes.
 
+With BENCH_CHECK=1, bench/'s 'make install-kselftest' then adds the
+collection "bench" to the -m64 installation: epoll_server --check with
+--retire=disable and with --retire=userspace, two short runs (1.5 s of
+load each) that fail on any use-after-free, wrong answer, unexpected
+epoll_ctl() error or leaked item, descriptor or state.
+
 Environment:
-  OUT_DIR  output directory (now: $OUT_DIR)
+  OUT_DIR      output directory (now: $OUT_DIR)
+  BENCH_CHECK  1 to add the epoll_server checks (now: '$BENCH_CHECK')
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -48,6 +58,17 @@ build_abi() {
 	log "-$abi: $(sed -n "s|^$TARGET:||p" "$dest/kselftest-list.txt" | tr '\n' ' ')"
 }
 
+# bench/epoll_server --check, as kselftest entries of the -m64 ABI.
+build_bench_check() {
+	rm -rf "$OUT/build-bench"
+	make -C "$REPO_DIR/bench" OUTPUT="$OUT/build-bench" INSTALL_PATH="$OUT/m64" \
+		install-kselftest >"$OUT/build-bench.log" 2>&1 ||
+		die "bench/ failed to build: see $OUT/build-bench.log"
+	! grep -q 'warning:' "$OUT/build-bench.log" ||
+		die "bench/ builds with warnings: see $OUT/build-bench.log"
+	log "-m64: $(sed -n 's|^bench:||p' "$OUT/m64/kselftest-list.txt" | tr '\n' ' ')"
+}
+
 main() {
 	local abi
 
@@ -56,11 +77,16 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	case "$BENCH_CHECK" in
+	""|0|1) ;;
+	*) die "BENCH_CHECK must be 1, 0 or empty, not '$BENCH_CHECK'" ;;
+	esac
 	need_worktree
 	[ -f "$HDRS/linux/eventpoll.h" ] || die "no uapi headers in $HDRS: run 'make kernel' (scripts/build-kernel.sh)"
 	for abi in "${ABIS[@]}"; do
 		build_abi "$abi"
 	done
+	[ "$BENCH_CHECK" != 1 ] || build_bench_check
 }
 
 main "$@"

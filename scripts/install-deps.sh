@@ -21,6 +21,7 @@ readonly PACKAGES=(
 	clang gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json
+	gnuplot-nox dwarves					# make bench: plot, pahole
 	git-email b4 libmailtools-perl bsdextrautils		# submit
 )
 

@@ -9,6 +9,9 @@ set -o errexit -o nounset -o pipefail
 readonly BUSYBOX=/bin/busybox
 readonly ROOT="$BUILD_DIR/initramfs"
 readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
+# The benchmark programs and their entry scripts, only in the images of
+# make bench (scripts/run-bench.sh); the guest runs them on epoll.bench=.
+readonly BENCH="$BUILD_DIR/bench"
 
 usage() {
 	cat <<EOF
@@ -18,7 +21,8 @@ Make $IMAGE: a static busybox with its applets in /bin,
 guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
 runner needs of coreutils' timeout), and the kselftest installation of
 each ABI, $BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
-/tests/<abi>/.
+/tests/<abi>/. An image of make bench has \$BUILD_DIR/bench/ (the bench
+programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -32,7 +36,7 @@ main() {
 	esac
 	[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
 		die "$BUSYBOX is not a static busybox: run 'make deps' (scripts/install-deps.sh) (busybox-static)"
-	compgen -G "$BUILD_DIR/selftests/*/run_kselftest.sh" >/dev/null ||
+	compgen -G "$BUILD_DIR/selftests/*/run_kselftest.sh" >/dev/null || [ -d "$BENCH" ] ||
 		die "no selftests built: run 'make selftests' (scripts/build-selftests.sh)"
 
 	rm -rf "$ROOT"
@@ -50,6 +54,10 @@ main() {
 		mkdir -p "$ROOT/tests/$(basename "$abi")"
 		cp -a "$abi/." "$ROOT/tests/$(basename "$abi")/"
 	done
+	if [ -d "$BENCH" ]; then
+		mkdir -p "$ROOT/bench"
+		cp -a "$BENCH/." "$ROOT/bench/"
+	fi
 	(cd "$ROOT" && find . -print0 | sort -z |
 		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -1 > "$IMAGE"
 	log "$IMAGE: $(du -h "$IMAGE" | cut -f1)"

@@ -24,6 +24,9 @@ readonly BIOS=/usr/share/qemu/qboot.rom
 : "${TCG_TIMEOUT_SCALE:=4}"
 # More kernel command line, e.g. epoll.tests=<program>,... for /init.
 : "${QEMU_APPEND:=}"
+# -icount value, e.g. shift=1,sleep=off: guest time from executed
+# instructions. TCG only, and single-threaded (QEMU has no MTTCG with it).
+: "${QEMU_ICOUNT:=}"
 readonly KVM_PROBE_SECS=30
 
 usage() {
@@ -48,6 +51,10 @@ Environment:
   QEMU_APPEND         more kernel command line (now: '$QEMU_APPEND'), e.g.
                       epoll.tests=epoll_ctl_disable_test to run only that
                       program (comma-separated list)
+  QEMU_ICOUNT         if set, run with -icount QEMU_ICOUNT under single-
+                      threaded TCG (now: '$QEMU_ICOUNT'), e.g. shift=1,sleep=off:
+                      the guest's clock then follows the instructions it
+                      executes, not the host's load (make bench)
 
 Exit status: 0 when the guest ran to its end, 1 otherwise (the verdict on
 the tests is scripts/summarize.py's).
@@ -59,7 +66,8 @@ qemu() {
 	shift 4
 
 	timeout --kill-after=5 "$limit" qemu-system-x86_64 \
-		-accel "$accel" -smp "$QEMU_SMP" -m "$QEMU_MEM" -bios "$BIOS" \
+		-accel "$accel" ${QEMU_ICOUNT:+-icount "$QEMU_ICOUNT"} \
+		-smp "$QEMU_SMP" -m "$QEMU_MEM" -bios "$BIOS" \
 		-kernel "$KERNEL" -initrd "$IMAGE" \
 		-append "console=ttyS0 panic=-1 epoll_guest=1 $*" \
 		-display none -monitor none -serial "file:$log" -serial "file:$ktap" \
@@ -76,6 +84,10 @@ probe_key() {
 pick_accel() {
 	local probe="$RESULTS_DIR/kvm-probe.log" verdict
 
+	if [ -n "$QEMU_ICOUNT" ]; then
+		echo tcg,thread=single
+		return
+	fi
 	case "$QEMU_ACCEL" in
 	kvm) echo kvm; return ;;
 	tcg) echo tcg,thread=multi; return ;;
@@ -117,7 +129,7 @@ main() {
 	accel=$(pick_accel)
 	[ "${accel%%,*}" = kvm ] || scale=$TCG_TIMEOUT_SCALE
 	printf '%s\n' "${accel%%,*}" > "$RESULTS_DIR/accel"
-	log "booting with -accel $accel, -smp $QEMU_SMP"
+	log "booting with -accel $accel${QEMU_ICOUNT:+ -icount $QEMU_ICOUNT}, -smp $QEMU_SMP"
 	start=$(date +%s)
 	# QEMU_APPEND is split into its words, one kernel parameter each.
 	# shellcheck disable=SC2086

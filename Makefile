@@ -23,6 +23,10 @@ EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/eventpoll.kunitconfig ] || ec
 # base in every configuration; make matrix builds every patch.
 MATRIX_CHECK_FLAGS ?= -q -t
 
+# make check also runs bench/'s short correctness mode (epoll_server
+# --check) in the guest; make check BENCH_CHECK= leaves it out.
+check: BENCH_CHECK = 1
+
 # The stages that prove the series: KUnit on UML, then the guest.
 define test_stages
 	$(STAGE) -k kunit-uml $(S)/run-kunit.sh

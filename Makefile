@@ -62,7 +62,7 @@ help:
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
-	  '  BENCH_CHECK=1 make run/check/selftests: add epoll_server --check (disable, userspace) to the -m64 kselftests' \
+	  '  BENCH_CHECK   1: epoll_server --check (disable, userspace) in the -m64 kselftests (make check: 1, else empty)' \
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \

@@ -66,7 +66,8 @@ help:
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
-	  '  SEND=1        make submit: really send the mails' \
+	  '  SEND=1        make submit: really send the mails (b4 send)' \
+	  '  REVISION      make submit: the revision in [PATCH vN] (default: 2)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests

@@ -11,11 +11,10 @@ set -o errexit -o nounset -o pipefail
 readonly BP_TREE="$OUT_DIR/backport/linux"
 readonly BP_BUILD="$BUILD_DIR/backport"
 readonly BP_LOG="$RESULTS_DIR/backport.log"
-# Stable patches that do not apply to $BACKPORT_PACKAGE as they are, by
-# name without their number, and why; each needs a version of its own.
-declare -A NEEDS_OWN_BACKPORT=(
-	[eventpoll-Do-not-re-queue-a-oneshot-item-disarmed-du.patch]="6.1's ep_done_scan() has other context (no 'ovflist is LIFO' comment, the batch is txlist): the same change, rebased by hand, still to be written"
-)
+# Versions of stable patches for the older tree, where the series' own
+# does not apply: stable/<version>/<patch name without its number>.
+readonly BP_VERSION=${BACKPORT_PACKAGE#linux-source-}
+readonly BP_OWN_DIR="$REPO_DIR/stable/$BP_VERSION"
 # What fs/eventpoll.c needs to be built, on top of tinyconfig.
 readonly BP_CONFIG=(EPOLL PM_SLEEP SUSPEND)
 
@@ -29,8 +28,10 @@ once into \$EPOLL_CACHE_DIR, as scripts/get-base-tree.sh does for the
 base), and build fs/eventpoll.o there (x86_64, tinyconfig plus
 ${BP_CONFIG[*]}, W=1) with no warning the unpatched tree does not have.
 A fix that needs another patch of the series to apply or to build fails
-here; one listed in NEEDS_OWN_BACKPORT (with the reason) is reported and
-left out, since it needs a version of its own for the older tree. The log goes to $BP_LOG.
+here. Where stable/$BP_VERSION/ has a version of a fix of its own (same
+name without the number), that version is applied instead; its changelog
+must be the series patch's, plus only a '# $BP_VERSION.x' after Cc: stable
+and a '[ ... ]' backport note. The log goes to $BP_LOG.
 
 Environment:
   BACKPORT_PACKAGE  Debian package of the older tree (now: $BACKPORT_PACKAGE)
@@ -38,6 +39,29 @@ Environment:
 
 Exit status: 0 when every stable patch applies and builds cleanly, 1 otherwise.
 EOF
+}
+
+# The changelog of mail @1 (subject and body), without the '[PATCH ...]'
+# prefix, the backport note and the version after Cc: stable.
+changelog() {
+	git mailinfo /dev/null /dev/null <"$1" | sed -n 's/^Subject: //p'
+	git mailinfo "$2" /dev/null <"$1" >/dev/null
+	sed -e '/^\[ /,/\]$/d' -e 's/^\(Cc: stable@vger.kernel.org\) #.*/\1/' "$2"
+}
+
+# The version of stable patch @1 to apply: its own for the older tree if
+# stable/ has one (checked against the series' changelog), else itself.
+backport_of() {
+	local p=$1 own="$BP_OWN_DIR/${1#[0-9][0-9][0-9][0-9]-}"
+	local tmp="$OUT_DIR/backport/msg"
+
+	if [ ! -f "$own" ]; then
+		printf '%s\n' "$PATCHES_DIR/$p"
+		return
+	fi
+	cmp -s <(changelog "$PATCHES_DIR/$p" "$tmp.series") <(changelog "$own" "$tmp.own") ||
+		die "${own#"$REPO_DIR"/}: its changelog differs from $p's (beyond the backport note): $(diff <(changelog "$PATCHES_DIR/$p" "$tmp.series") <(changelog "$own" "$tmp.own") | grep -m1 '^[<>]')"
+	printf '%s\n' "$own"
 }
 
 # Patch files of the series meant for stable, in order.
@@ -60,7 +84,7 @@ build_warnings() {
 }
 
 main() {
-	local info repo base p n=0 before after opt
+	local info repo base p mail n=0 before after opt
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
@@ -94,14 +118,11 @@ main() {
 	before=$(build_warnings)
 
 	for p in "${patches[@]}"; do
-		if [ -n "${NEEDS_OWN_BACKPORT[${p#[0-9][0-9][0-9][0-9]-}]:-}" ]; then
-			log "$p: not applied: ${NEEDS_OWN_BACKPORT[${p#[0-9][0-9][0-9][0-9]-}]}"
-			continue
-		fi
+		mail=$(backport_of "$p")
 		git -C "$BP_TREE" -c user.name=check-backport -c user.email=check-backport@localhost \
-			am -q "$PATCHES_DIR/$p" >>"$BP_LOG" 2>&1 || {
+			am -q "$mail" >>"$BP_LOG" 2>&1 || {
 			git -C "$BP_TREE" am --abort >/dev/null 2>&1 || true
-			die "$p does not apply to $BACKPORT_PACKAGE ($(git -C "$BP_TREE" describe --always --tags "$base")): see $BP_LOG"
+			die "${mail#"$REPO_DIR"/} does not apply to $BACKPORT_PACKAGE ($(git -C "$BP_TREE" describe --always --tags "$base")): see $BP_LOG"
 		}
 		after=$(build_warnings)
 		[ -f "$BP_BUILD/fs/eventpoll.o" ] && ! grep -q ' error:' <<<"$after" ||
@@ -109,7 +130,7 @@ main() {
 		[ -z "$(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$after"))" ] ||
 			die "$p adds warnings on $BACKPORT_PACKAGE: $(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$after"))"
 		n=$((n + 1))
-		log "$p: applies to and builds on $BACKPORT_PACKAGE"
+		log "${mail#"$REPO_DIR"/}: applies to and builds on $BACKPORT_PACKAGE"
 	done
 	log "$n stable patches apply to $(make -s -C "$BP_TREE" kernelversion) ($BACKPORT_PACKAGE) and build without new warnings"
 }

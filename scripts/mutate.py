@@ -62,7 +62,7 @@ TARGETS = {
         "ep_remove", "eventpoll_release_file", "ep_clear_and_put",
         "ep_eventpoll_release", "ep_disable",
         # ctl entry points
-        "do_epoll_ctl", "SYSCALL_DEFINE4(epoll_ctl",
+        "do_epoll_ctl_file", "do_epoll_ctl", "SYSCALL_DEFINE4(epoll_ctl",
     ],
     "io_uring/epoll.c": ["io_epoll_ctl_prep", "io_epoll_ctl"],
     "include/linux/eventpoll.h": [

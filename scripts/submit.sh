@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Turn the series into mails, check them, and send them (dry run by default).
+# Turn the series into mails with b4, check them, and send them (dry run
+# by default).
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -19,35 +20,42 @@ readonly PLACEHOLDER_RE='@@[A-Z_]+@@|\*\*\* .* \*\*\*'
 readonly UNROUTABLE_RE='(\.(example|test|invalid|localhost|local)|@localhost|@(.*\.)?example\.(com|net|org))$'
 # The repository commit whose patches/ and series are v1 of the series.
 : "${V1_REF:=9ac1df6}"
+# The revision the mails carry ([PATCH vN ...]).
+: "${REVISION:=2}"
 
 usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h] [--send] [KERNEL_SRC]
 
 Make the mails of the series BASE_COMMIT..SERIES_REF in the kernel work
-tree KERNEL_SRC and check them:
+tree KERNEL_SRC with b4, and check them. b4 does what it can do:
 
-  1. git format-patch --cover-letter --base=BASE_COMMIT -o OUT_MAIL;
-  2. fill the cover letter from $COVER_TEMPLATE
-     (shortlog, diffstat, base commit, the test summary RESULTS_FILE
-     and the rendered man page), refusing while a placeholder is left;
-  3. checkpatch.pl --strict on every patch;
-  4. recipients from scripts/get_maintainer.pl (maintainers in To:,
-     reviewers and lists in Cc:) plus $API_LIST;
-  5. the identity: every From: and the last Signed-off-by: of every
-     patch must be the sender's own git identity, at a domain that
-     delivers mail (not .example, .test, .invalid, localhost, ...); the
-     dry run reports a mismatch, --send refuses;
-  6. git send-email --dry-run with a dummy SMTP server: nothing is sent
-     and no connection is made.
+  1. 'b4 prep' in a throwaway clone (\$OUT_DIR/b4/linux, remade on every
+     run; KERNEL_SRC is only read): enrol the series on BASE_COMMIT,
+     revision REVISION, the cover letter kept in the branch description;
+  2. 'b4 prep --auto-to-cc': recipients from scripts/get_maintainer.pl
+     (without K: keyword matches, which only add the LLVM list for a
+     comment that names clang), plus $API_LIST for the uapi change;
+  3. 'b4 send -o OUT_MAIL --no-sign': the mails, nothing sent.
 
-The cover letter gets the range-diff against v1 (the series as committed
-in this repository at V1_REF), and, when the base is Debian's tree rather
-than a public commit, says so in place of a base-commit: line.
+and this script what b4 0.12 lacks:
 
-Only with --send are the mails sent, through the sender's own
-git send-email configuration (sendemail.smtpServer and friends), with a
-confirmation prompt for each mail.
+  - the cover letter from $COVER_TEMPLATE: the test summary RESULTS_FILE
+    of a passing 'make check', the rendered man page and the range-diff
+    against v1 (the series as committed in this repository at V1_REF,
+    never sent, so 'b4 prep --compare-to' has no v1 to compare with);
+    b4 adds shortlog, diffstat and change-id; the base is a base-commit:
+    for a public tree (KERNEL_TREE), else a plain statement that it is
+    Debian's source; refuses while a placeholder is left;
+  - checkpatch.pl --strict on every patch (b4 0.12 has no 'prep --check');
+  - the identity: the author and the last Signed-off-by: of every commit
+    must be the sender's own git identity, at a domain that delivers
+    mail (not .example, .test, .invalid, localhost, ...); the dry run
+    reports a mismatch, --send refuses.
+
+Only with --send are the mails sent, by 'b4 send' with the sender's own
+configuration (sendemail.* or b4's web endpoint, patatt signing); b4
+asks for confirmation first.
 
 KERNEL_SRC is the first argument, else \$KERNEL_SRC, else $WORKTREE.
 It must have SERIES_REF checked out, since get_maintainer.pl reads the
@@ -65,6 +73,7 @@ Environment:
   OUT_MAIL       where the mails go (default: \$OUT_DIR/mail)
   COVER_TEMPLATE cover letter template (default: $COVER_TEMPLATE)
   V1_REF         commit of this repository that holds v1 (default: $V1_REF)
+  REVISION       revision of the series (default: $REVISION)
 
 Exit status: 0 when the mails passed every check (and were sent with
 --send), 1 on any problem.
@@ -99,24 +108,6 @@ check_inputs() {
 		die "no test results in $RESULTS: run 'make check' first (or set RESULTS_FILE)"
 	grep -qx 'verdict: PASS' "$RESULTS" ||
 		die "$RESULTS does not say 'verdict: PASS': not sending a failing series"
-}
-
-format_mails() {
-	mkdir -p "$OUT_MAIL"
-	rm -f "$OUT_MAIL"/*.patch
-	local base=()
-
-	# Debian's tree is one local commit nobody else has: no base-commit:.
-	[ -z "$KERNEL_TREE" ] || base=(--base="$BASE")
-	git -C "$KSRC" format-patch -q --cover-letter "${base[@]}" \
-		--signature="$(sender_ident)" -o "$OUT_MAIL" "$BASE..$SERIES_REF"
-	COVER="$OUT_MAIL/0000-cover-letter.patch"
-	[ -f "$COVER" ] || die "git format-patch wrote no cover letter"
-	PATCHES=("$OUT_MAIL"/0*.patch)
-	PATCHES=("${PATCHES[@]:1}")
-	[ "${#PATCHES[@]}" -eq "$NR_PATCHES" ] ||
-		die "git format-patch wrote ${#PATCHES[@]} patches, expected $NR_PATCHES"
-	log "wrote $((NR_PATCHES + 1)) mails to $OUT_MAIL"
 }
 
 # Where the series applies: a public commit, or Debian's source said plainly.
@@ -159,11 +150,6 @@ v1_range_diff() {
 render_parts() {
 	local dir=$1
 
-	git -C "$KSRC" shortlog --no-merges -w$MAIL_WIDTH,2,4 \
-		"$BASE..$SERIES_REF" | sed '${/^$/d}' >"$dir/SHORTLOG"
-	git -C "$KSRC" diff --stat=$MAIL_WIDTH --summary "$BASE" "$SERIES_REF" \
-		>"$dir/DIFFSTAT"
-	base_statement >"$dir/BASE"
 	v1_range_diff "$dir" >"$dir/RANGE_DIFF"
 	sed '/^$/N;/^\n$/D' "$RESULTS" >"$dir/TESTING"
 	MANWIDTH=$MAIL_WIDTH man -E ascii -l "$MAN_PAGE" 2>/dev/null |
@@ -193,49 +179,26 @@ fill_template() {
 	' "$COVER_TEMPLATE"
 }
 
-# Put the filled template into git's cover letter: its Subject after the
-# "[PATCH 0/N]" that git computed, its body in place of git's blurb,
-# shortlog, diffstat and base-commit, up to the signature.
-fill_cover() {
-	local parts filled subject
+# The cover letter for b4 (its first line the subject, without [PATCH])
+# into $1/cover, and b4's cover template, which adds shortlog, diffstat,
+# the base and change-id, into $1/b4-template.
+make_cover() {
+	local dir=$1 subject
 
-	parts=$(mktemp -d)
-	render_parts "$parts"
-	filled="$parts/filled"
-	fill_template "$parts" >"$filled"
-
-	subject=$(sed -n '1s/^Subject: \[PATCH 0\/N\] //p' "$filled")
+	render_parts "$dir"
+	fill_template "$dir" >"$dir/filled"
+	subject=$(sed -n '1s/^Subject: \[PATCH 0\/N\] //p' "$dir/filled")
 	[ -n "$subject" ] ||
 		die "$COVER_TEMPLATE: first line must be 'Subject: [PATCH 0/N] ...'"
-	sed -i 1d "$filled"
-
-	awk -v subject="$subject" -v body="$filled" '
-		/^Subject: / && !subj { sub(/\*\*\* SUBJECT HERE \*\*\*/, subject); subj = 1 }
-		/^\*\*\* BLURB HERE \*\*\*$/ {
-			while ((getline l < body) > 0)
-				if (!(first++ == 0 && l == ""))
-					print l
-			skip = 1
-			next
-		}
-		skip && /^-- $/ { skip = 0 }
-		!skip { print }
-	' "$COVER" >"$parts/cover"
-	mv "$parts/cover" "$COVER"
-	rm -rf "$parts"
-}
-
-# Refuse while any mail, the cover letter above all, holds a placeholder.
-check_placeholders() {
-	local hits
-
-	if hits=$(grep -nE -- "$PLACEHOLDER_RE" "$OUT_MAIL"/*.patch); then
-		printf '%s\n' "$hits" >&2
-		die "placeholder left in the mails: edit $COVER_TEMPLATE (or the series) and rerun"
+	{ printf '%s\n\n' "$subject"; sed '1d;2{/^$/d}' "$dir/filled"; } >"$dir/cover"
+	if grep -nE -- "$PLACEHOLDER_RE" "$dir/cover" >&2; then
+		die "placeholder left in the cover letter: edit $COVER_TEMPLATE (or the series) and rerun"
 	fi
-	grep -Eq "^(base-commit: $BASE|base: Debian's )" "$COVER" ||
-		die "cover letter says nothing of the base"
-	log "no placeholder left in the cover letter"
+	{
+		printf '${cover}\n\n---\n${shortlog}\n\n${diffstat}\n---\n'
+		base_statement | sed 's/\$/$$/g'
+		printf 'change-id: ${change_id}\n\nBest regards,\n-- \n${signature}\n'
+	} >"$dir/b4-template"
 }
 
 # checkpatch's SPDX check needs python3 with ply and git (Debian's
@@ -284,10 +247,10 @@ address_of() {
 	sed -n 's/.*<\([^>]*\)>.*/\1/p' <<<"$1" | tr 'A-Z' 'a-z'
 }
 
-# Every patch must come from, and be signed off by, the sender, at an
+# Every commit must come from, and be signed off by, the sender, at an
 # address that delivers mail. Prints the problems; returns 1 if any.
 check_identity() {
-	local me patch from sob bad=0
+	local me c author sob bad=0
 
 	me=$(address_of "$(sender_ident)")
 	if [ -z "$me" ] || grep -Eq "$UNROUTABLE_RE" <<<"$me"; then
@@ -295,57 +258,90 @@ check_identity() {
 			"${me:-(none)}"
 		bad=1
 	fi
-	for patch in "${PATCHES[@]}"; do
-		from=$(address_of "$(sed -n '/^From: /{N;s/\n//;p;q}' "$patch")")
-		sob=$(address_of "$(grep '^Signed-off-by: ' "$patch" | tail -n 1)")
-		if [ "$from" != "$me" ] || [ "$sob" != "$me" ]; then
-			printf '  %s: From <%s>, last Signed-off-by <%s>, sender <%s>\n' \
-				"${patch##*/}" "$from" "$sob" "$me"
+	for c in $(git -C "$KSRC" rev-list --reverse "$BASE..$SERIES_REF"); do
+		author=$(git -C "$KSRC" log -1 --format='%ae' "$c" | tr 'A-Z' 'a-z')
+		sob=$(address_of "$(git -C "$KSRC" log -1 --format='%(trailers:key=Signed-off-by,valueonly)' "$c" |
+			sed '/^$/d' | tail -n 1)")
+		if [ "$author" != "$me" ] || [ "$sob" != "$me" ]; then
+			printf '  %s: author <%s>, last Signed-off-by <%s>, sender <%s>\n' \
+				"$(git -C "$KSRC" log -1 --format='%h %s' "$c")" "$author" "$sob" "$me"
 			bad=1
-		elif grep -Eq "$UNROUTABLE_RE" <<<"$from"; then
-			printf '  %s: <%s> does not deliver mail\n' "${patch##*/}" "$from"
+		elif grep -Eq "$UNROUTABLE_RE" <<<"$author"; then
+			printf '  %s: <%s> does not deliver mail\n' \
+				"$(git -C "$KSRC" log -1 --format='%h %s' "$c")" "$author"
 			bad=1
 		fi
 	done
 	return "$bad"
 }
 
-# get_maintainer.pl on all patches: maintainers go to To:, reviewers and
-# lists to Cc:, each address once.
-find_recipients() {
-	local common=(--no-rolestats --no-git --no-git-fallback --no-multiline)
+# b4 in the prep clone, configured through the environment only: the
+# sender's identity and send settings come from KERNEL_SRC's config;
+# B4_EXTRA adds key=value settings.
+b4_run() {
+	local getm="./scripts/get_maintainer.pl --nogit --nogit-fallback --nogit-chief-penguins --norolestats --nokeywords"
+	local cfg=(
+		"include.path=$(cd "$KSRC" && realpath "$(git rev-parse --git-path config)")"
+		"user.name=$SENDER_NAME"
+		"user.email=$SENDER_EMAIL"
+		"b4.prep-cover-strategy=branch-description"
+		"b4.prep-cover-template=$PARTS/b4-template"
+		"b4.send-series-cc=$API_LIST"
+		"b4.send-auto-to-cmd=$getm --nol"
+		"b4.send-auto-cc-cmd=$getm --nom"
+		"${B4_EXTRA[@]}"
+	)
+	local i env=(GIT_CONFIG_COUNT=${#cfg[@]})
 
-	TO=$(cd "$KSRC" && ./scripts/get_maintainer.pl "${common[@]}" --no-r --no-l \
-		"${PATCHES[@]}")
-	CC=$(cd "$KSRC" && ./scripts/get_maintainer.pl "${common[@]}" --no-m \
-		"${PATCHES[@]}")
-	CC=$(printf '%s\n%s\n' "$CC" "$API_LIST" | tr ',' '\n' |
-		sed 's/^ *//; /^$/d' | awk '!seen[tolower($0)]++')
-	TO=$(tr ',' '\n' <<<"$TO" | sed 's/^ *//; /^$/d')
-	[ -n "$TO$CC" ] || die "get_maintainer.pl found no recipient"
-	log "To: $(paste -sd, - <<<"$TO" | sed 's/,/, /g')"
-	log "Cc: $(paste -sd, - <<<"$CC" | sed 's/,/, /g')"
+	for i in "${!cfg[@]}"; do
+		env+=("GIT_CONFIG_KEY_$i=${cfg[$i]%%=*}" "GIT_CONFIG_VALUE_$i=${cfg[$i]#*=}")
+	done
+	(cd "$B4_TREE" && env "${env[@]}" b4 "$@")
 }
 
-send_mails() {
-	local mode=$1 args=() addr
+# A fresh clone of KERNEL_SRC with the base and the series as b4 branches,
+# enrolled, at REVISION, with the cover letter and its recipients.
+b4_prep() {
+	rm -rf "$B4_TREE"
+	mkdir -p "${B4_TREE%/*}"
+	git clone -q --shared --no-checkout "$KSRC" "$B4_TREE"
+	git -C "$B4_TREE" branch -q eventpoll-base "$BASE"
+	git -C "$B4_TREE" checkout -q -b eventpoll "$(git -C "$KSRC" rev-parse "$SERIES_REF")"
+	b4_run --offline-mode --no-stdin prep -e eventpoll-base >>"$B4_LOG" 2>&1 ||
+		die "b4 prep -e failed: see $B4_LOG"
+	b4_run --offline-mode --no-stdin prep --force-revision "$REVISION" >>"$B4_LOG" 2>&1 ||
+		die "b4 prep --force-revision failed: see $B4_LOG"
+	git -C "$B4_TREE" config branch.eventpoll.description "$(cat "$PARTS/cover")"
+	b4_run --offline-mode --no-stdin prep --auto-to-cc >>"$B4_LOG" 2>&1 ||
+		die "b4 prep --auto-to-cc failed: see $B4_LOG"
+	log "b4: series enrolled on $BASE, v$REVISION, recipients added ($B4_LOG)"
+}
 
-	while IFS= read -r addr; do [ -z "$addr" ] || args+=(--to="$addr"); done <<<"$TO"
-	while IFS= read -r addr; do [ -z "$addr" ] || args+=(--cc="$addr"); done <<<"$CC"
-	args+=(--from="$(sender_ident)" --8bit-encoding=UTF-8 --no-chain-reply-to
-	       --thread --suppress-cc=self)
-
-	if [ "$mode" = dry-run ]; then
-		# Never connects: --dry-run stops before sending, and the
-		# "server" is a program that fails if it were ever run.
-		git -C "$KSRC" -c sendemail.smtpServer="$(command -v false)" \
-			send-email --dry-run --confirm=never "${args[@]}" \
-			"$COVER" "${PATCHES[@]}" | tee "$OUT_MAIL/send-email-dry-run.log"
-		log "dry run done: $OUT_MAIL/send-email-dry-run.log; rerun with --send to send"
-	else
-		git -C "$KSRC" send-email --confirm=always "${args[@]}" \
-			"$COVER" "${PATCHES[@]}"
+# The mails, written by b4 without sending; PATCHES are all but the cover.
+b4_mails() {
+	mkdir -p "$OUT_MAIL"
+	rm -f "$OUT_MAIL"/*.patch "$OUT_MAIL"/*.eml
+	# Unsigned mails need the SMTP path (b4 refuses its web endpoint
+	# without a signature); -o only writes them, so no server is run.
+	B4_EXTRA=("sendemail.smtpServer=$(command -v false)")
+	b4_run --offline-mode --no-stdin send -o "$OUT_MAIL" --no-sign >>"$B4_LOG" 2>&1 ||
+		die "b4 send -o failed: see $B4_LOG"
+	MAILS=("$OUT_MAIL"/*.eml)
+	[ "${#MAILS[@]}" -eq $((NR_PATCHES + 1)) ] ||
+		die "b4 wrote ${#MAILS[@]} mails to $OUT_MAIL, expected $((NR_PATCHES + 1))"
+	COVER=${MAILS[0]}
+	grep -q "^Subject: \[PATCH v$REVISION 0*0/$NR_PATCHES\]" "$COVER" ||
+		die "${COVER##*/} is not the cover letter of v$REVISION"
+	PATCHES=("${MAILS[@]:1}")
+	B4_EXTRA=()
+	if grep -nE -- "$PLACEHOLDER_RE" "${MAILS[@]}" >&2; then
+		die "placeholder left in the mails: edit $COVER_TEMPLATE (or the series) and rerun"
 	fi
+	grep -Eq "^(base-commit: $BASE|base: Debian's )" "$COVER" ||
+		die "cover letter says nothing of the base"
+	log "b4 wrote $((NR_PATCHES + 1)) mails to $OUT_MAIL; no placeholder left"
+	log "To: $(sed -n '/^To: /,/^[^ ]/{/^To: \|^ /p}' "$COVER" | sed 's/^To: //; s/^ *//' | paste -sd' ' -)"
+	log "Cc: $(sed -n '/^Cc: /,/^[^ ]/{/^Cc: \|^ /p}' "$COVER" | sed 's/^Cc: //; s/^ *//' | paste -sd' ' -)"
 }
 
 main() {
@@ -366,20 +362,34 @@ main() {
 	SERIES_REF=${SERIES_REF:-$SERIES_BRANCH}
 	RESULTS=${RESULTS_FILE:-$RESULTS_DIR/summary.txt}
 	OUT_MAIL=${OUT_MAIL:-$OUT_DIR/mail}
+	B4_TREE="$OUT_DIR/b4/linux"
+	B4_EXTRA=()
+	B4_LOG="$OUT_DIR/b4/b4.log"
+	command -v b4 >/dev/null || die "b4 is missing: run 'make deps' (scripts/install-deps.sh)"
+	[[ "$REVISION" =~ ^[1-9][0-9]*$ ]] || die "REVISION=$REVISION is not a revision number"
 
 	check_inputs
-	format_mails
-	fill_cover
-	check_placeholders
+	SENDER_NAME=$(git -C "$KSRC" config user.name || true)
+	SENDER_EMAIL=$(git -C "$KSRC" config user.email || true)
+	mkdir -p "$OUT_DIR/b4"
+	: >"$B4_LOG"
+	PARTS=$(mktemp -d)
+	trap 'rm -rf "$PARTS"' EXIT
+	make_cover "$PARTS"
+	b4_prep
+	b4_mails
 	run_checkpatch
-	find_recipients
 	if ! problems=$(check_identity); then
 		printf '%s\n' "$problems" >&2
 		[ "$mode" = dry-run ] ||
 			die "not sending: the patches must be written and signed off by the sender (commit them with your own identity, 'git commit -s')"
 		log "a real send (SEND=1) would refuse: identity above"
 	fi
-	send_mails "$mode"
+	if [ "$mode" = dry-run ]; then
+		log "dry run done: the mails are in $OUT_MAIL; rerun with --send (make submit SEND=1) to send"
+	else
+		b4_run send || die "b4 send failed"
+	fi
 }
 
 main "$@"

@@ -38,7 +38,7 @@ endef
 
 define fresh_results
 	mkdir -p $(RESULTS)
-	rm -f $(RESULTS)/{stages.tsv,summary.*,console.log,kunit-uml.*}
+	rm -f $(RESULTS)/{stages.tsv,summary.*,console.log,kunit-uml.*,kunit-uml-nopm.*}
 	$(STAGE) deps $(S)/install-deps.sh
 	$(STAGE) apply $(S)/apply-series.sh
 endef
@@ -86,6 +86,7 @@ check:
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(test_stages)
+	$(STAGE) -k kunit-uml-nopm $(S)/run-kunit.sh --no-pm-sleep
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
 	$(STAGE) -k backport $(S)/check-backport.sh

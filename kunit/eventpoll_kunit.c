@@ -169,7 +169,19 @@ static int ep_test_init(struct kunit *test)
 	return 0;
 }
 
-/* Skip a case that needs wakeup sources where the kernel has none. */
+/*
+ * Without CONFIG_PM_SLEEP epoll_ctl() clears EPOLLWAKEUP: no item gets a
+ * wakeup source, and the cases expect none.
+ */
+#define EP_TEST_WS	IS_ENABLED(CONFIG_PM_SLEEP)
+
+/* @events as epoll_ctl() stores them on this kernel. */
+static __poll_t ep_test_stored(__poll_t events)
+{
+	return EP_TEST_WS ? events : events & ~EPOLLWAKEUP;
+}
+
+/* Skip a case about wakeup sources where the kernel has none. */
 static void ep_test_need_wakeup(struct kunit *test)
 {
 	if (!IS_ENABLED(CONFIG_PM_SLEEP))
@@ -507,18 +519,18 @@ static void eventpoll_insert_ready(struct kunit *test)
 	struct ep_test_state s;
 	bool ready = !!(c->ready & (c->events | EPOLLERR | EPOLLHUP));
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 7), 0);
 	ep_test_check(t, &s, "add");
 	KUNIT_EXPECT_PTR_NE(test, s.item[0].epi, NULL);
 	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
-			ep_u32(c->events | EPOLLERR | EPOLLHUP));
+			ep_u32(ep_test_stored(c->events | EPOLLERR | EPOLLHUP)));
 	KUNIT_EXPECT_EQ(test, s.item[0].data, 7);
 	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, ready);
-	KUNIT_EXPECT_EQ(test, !!s.item[0].ws, !!(c->events & EPOLLWAKEUP));
+	KUNIT_EXPECT_EQ(test, !!s.item[0].ws,
+			!!(ep_test_stored(c->events) & EPOLLWAKEUP));
 	KUNIT_EXPECT_EQ(test, s.item[0].ws_active,
-			ready && !!(c->events & EPOLLWAKEUP));
+			ready && !!(ep_test_stored(c->events) & EPOLLWAKEUP));
 }
 
 /* The poll callback queues an item (and activates its source) when it should */
@@ -556,7 +568,6 @@ static void eventpoll_callback_queue(struct kunit *test)
 	struct ep_test *t = test->priv;
 	struct ep_test_state s;
 
-	ep_test_need_wakeup(test);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 					  c->events | EPOLLWAKEUP, 1), 0);
 	ep_test_check(t, &s, "add");
@@ -565,7 +576,7 @@ static void eventpoll_callback_queue(struct kunit *test)
 	ep_test_fire(t, 0, c->mask, c->key);
 	ep_test_check(t, &s, "wakeup");
 	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued && EP_TEST_WS);
 
 	/* A second wakeup does not queue the item twice. */
 	ep_test_fire(t, 0, c->mask, c->key);
@@ -605,11 +616,10 @@ static void eventpoll_deliver_mode(struct kunit *test)
 	unsigned long activations;
 	struct ep_test_state s;
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, events, 42), 0);
 	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_TRUE(test, s.item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
 	activations = s.ep_ws_activations;
 
 	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
@@ -617,10 +627,10 @@ static void eventpoll_deliver_mode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ev[0].data, 42);
 	ep_test_check(t, &s, "first wait");
 	/* ep->ws covered the handover from the item's source to the caller. */
-	KUNIT_EXPECT_EQ(test, s.ep_ws_activations, activations + 1);
+	KUNIT_EXPECT_EQ(test, s.ep_ws_activations, activations + EP_TEST_WS);
 	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued);
-	KUNIT_EXPECT_TRUE(test, s.has_ep_ws);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued && EP_TEST_WS);
+	KUNIT_EXPECT_EQ(test, s.has_ep_ws, EP_TEST_WS);
 	if (c->mode & EPOLLONESHOT)
 		KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events & ~EP_PRIVATE_BITS),
 				0);
@@ -657,12 +667,11 @@ static void eventpoll_deliver_not_ready(struct kunit *test)
 	struct epoll_event ev[EP_TEST_NR_SRC];
 	struct ep_test_state s;
 
-	ep_test_need_wakeup(test);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 					  EPOLLIN | EPOLLWAKEUP, 1), 0);
 	ep_test_fire(t, 0, 0, 0);
 	ep_test_check(t, &s, "wakeup");
-	KUNIT_EXPECT_TRUE(test, s.item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
 
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 0);
 	ep_test_check(t, &s, "wait");
@@ -678,7 +687,6 @@ static void eventpoll_deliver_fault(struct kunit *test)
 	struct ep_test_state s;
 	unsigned long ro;
 
-	ep_test_need_wakeup(test);
 	ro = kunit_vm_mmap(test, NULL, 0, PAGE_SIZE, PROT_READ,
 			   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 	KUNIT_ASSERT_TRUE(test, ro && !IS_ERR_VALUE(ro));
@@ -693,7 +701,7 @@ static void eventpoll_deliver_fault(struct kunit *test)
 			-EFAULT);
 	ep_test_check(t, &s, "faulting wait");
 	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	KUNIT_EXPECT_TRUE(test, s.item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
 
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ev[0].data, 5);
@@ -712,7 +720,6 @@ static void eventpoll_deliver_maxevents(struct kunit *test)
 	struct ep_test_state s;
 	int i;
 
-	ep_test_need_wakeup(test);
 	for (i = 0; i < 3; i++) {
 		ep_test_set(t, i, EPOLLIN);
 		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, i,
@@ -749,7 +756,6 @@ static void eventpoll_scan_overflow(struct kunit *test)
 	LIST_HEAD(batch);
 	int i, n;
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 					  EPOLLIN | EPOLLWAKEUP, 10), 0);
@@ -782,7 +788,7 @@ static void eventpoll_scan_overflow(struct kunit *test)
 	for (i = 1; i <= 2; i++) {
 		KUNIT_EXPECT_TRUE(test, s.item[i].on_ovflist);
 		KUNIT_EXPECT_FALSE(test, s.item[i].linked);
-		KUNIT_EXPECT_TRUE(test, s.item[i].ws_active);
+		KUNIT_EXPECT_EQ(test, s.item[i].ws_active, EP_TEST_WS);
 	}
 
 	ep_done_scan(ep, &batch);
@@ -872,7 +878,6 @@ static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 	LIST_HEAD(batch);
 	int delivered;
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 9),
 			0);
@@ -899,7 +904,7 @@ static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
 	KUNIT_EXPECT_FALSE(test, s.item[0].linked);
 	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
-			ep_u32(c->events & EP_PRIVATE_BITS));
+			ep_u32(ep_test_stored(c->events) & EP_PRIVATE_BITS));
 
 	ep_test_done_scan(t);
 	__ep_test_check(t, &s, "scan done");
@@ -925,7 +930,7 @@ static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 	ep_test_check(t, &s, "rearm");
 	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
 	KUNIT_EXPECT_EQ(test, s.item[0].ws_active,
-			!!(c->events & EPOLLWAKEUP));
+			!!(ep_test_stored(c->events) & EPOLLWAKEUP));
 	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ev[0].data, 10);
 	ep_test_check(t, &s, "wait after rearm");
@@ -1018,7 +1023,6 @@ static void eventpoll_remove_item(struct kunit *test)
 	struct ep_test *t = test->priv;
 	struct ep_test_state s;
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
 	ep_test_set(t, 1, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 1), 0);
@@ -1031,7 +1035,7 @@ static void eventpoll_remove_item(struct kunit *test)
 	ep_test_check(t, &s, "del");
 	KUNIT_EXPECT_PTR_EQ(test, s.item[0].epi, NULL);
 	KUNIT_EXPECT_EQ(test, s.nr_rd, 1);
-	KUNIT_EXPECT_EQ(test, s.nr_named_ws, 1);
+	KUNIT_EXPECT_EQ(test, s.nr_named_ws, EP_TEST_WS);
 	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 0, 0, 0), -ENOENT);
 }
 
@@ -1062,11 +1066,12 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 	const struct ep_cap_case *c = test->param_value;
 	__poll_t events = EPOLLIN | EPOLLWAKEUP;
 	struct ep_test *t = test->priv;
+	/* Without CONFIG_PM_SLEEP, nobody keeps EPOLLWAKEUP. */
+	bool kept = c->cap && EP_TEST_WS;
 	struct ep_test_state s;
 	bool capable_seen;
 	int error;
 
-	ep_test_need_wakeup(test);
 	if (!capable(CAP_BLOCK_SUSPEND))
 		kunit_skip(test, "the test runs without CAP_BLOCK_SUSPEND");
 
@@ -1080,7 +1085,7 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 						  c->cap ? EPOLLIN : events, 1),
 				0);
 		ep_test_check(t, &s, "add");
-		KUNIT_EXPECT_EQ(test, !!s.item[0].ws, !c->cap);
+		KUNIT_EXPECT_EQ(test, !!s.item[0].ws, !c->cap && EP_TEST_WS);
 	}
 
 	if (c->cap) {
@@ -1093,9 +1098,9 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, error, 0);
 	ep_test_check(t, &s, c->name);
 	KUNIT_EXPECT_EQ(test, s.item[0].data, 2);
-	KUNIT_EXPECT_EQ(test, !!(s.item[0].events & EPOLLWAKEUP), c->cap);
-	KUNIT_EXPECT_EQ(test, !!s.item[0].ws, c->cap);
-	KUNIT_EXPECT_EQ(test, s.nr_named_ws, c->cap ? 1 : 0);
+	KUNIT_EXPECT_EQ(test, !!(s.item[0].events & EPOLLWAKEUP), kept);
+	KUNIT_EXPECT_EQ(test, !!s.item[0].ws, kept);
+	KUNIT_EXPECT_EQ(test, s.nr_named_ws, kept ? 1 : 0);
 }
 
 /* A wakeup source that cannot be allocated fails the operation, unchanged */
@@ -1239,7 +1244,8 @@ ep_disable_check_result(struct ep_test *t, const struct ep_disable_case *c,
 	} else {
 		/* Disarmed, unlinked, and its wakeup source released. */
 		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(c->events & EP_PRIVATE_BITS));
+				ep_u32(ep_test_stored(c->events) &
+				       EP_PRIVATE_BITS));
 		KUNIT_EXPECT_FALSE(test, it->linked);
 		KUNIT_EXPECT_FALSE(test, it->ws_active);
 		KUNIT_EXPECT_EQ(test, s->nr_rd, 1);
@@ -1273,7 +1279,8 @@ ep_disable_then_rearm(struct ep_test *t, const struct ep_disable_case *c,
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 3), 0);
 	ep_test_check(t, s, "rearm");
 	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
-	KUNIT_EXPECT_EQ(test, it->ws_active, !!(c->events & EPOLLWAKEUP));
+	KUNIT_EXPECT_EQ(test, it->ws_active,
+			!!(ep_test_stored(c->events) & EPOLLWAKEUP));
 	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0), 0);
 	ep_test_check(t, s, "disable after rearm");
 	KUNIT_EXPECT_FALSE(test, it->linked);
@@ -1287,7 +1294,6 @@ static void eventpoll_disable_item(struct kunit *test)
 	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct ep_test *t = test->priv;
 
-	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
 	/* A bystander queued ahead of item 0 must stay where it is. */
 	ep_test_set(t, 1, EPOLLIN);

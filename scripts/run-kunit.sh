@@ -8,17 +8,26 @@ set -o errexit -o nounset -o pipefail
 
 readonly KUNITCONFIG="fs/tests/eventpoll.kunitconfig"
 readonly KUNIT_BUILD="$BUILD_DIR/kunit-uml"
+# --no-pm-sleep: the cases that may skip without CONFIG_PM_SLEEP, because
+# they are about the wakeup source itself; every other case must run.
+readonly NOPM_MAY_SKIP="eventpoll_modify_wakeup eventpoll_wakeup_alloc_failure"
 : "${KUNIT_TIMEOUT:=900}"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h]
+Usage: ${0##*/} [-h] [--no-pm-sleep]
 
 Run 'tools/testing/kunit/kunit.py run --kunitconfig=$KUNITCONFIG'
 in the patched tree, on UML, built in $KUNIT_BUILD with ccache.
 The raw log goes to \$OUT_DIR/results/kunit-uml.log, the parsed results to
 kunit-uml.json. Without $KUNITCONFIG in the tree, report that no
 test ran (scripts/summarize.py decides whether that is a failure).
+
+--no-pm-sleep  the same on a kernel without CONFIG_PM_SLEEP (built in
+               $KUNIT_BUILD-nopm, results kunit-uml-nopm.*), where
+               epoll_ctl() clears EPOLLWAKEUP: no case may fail, and only
+               the cases about the wakeup source itself may skip
+               ($NOPM_MAY_SKIP)
 
 Environment:
   OUT_DIR        output directory (now: $OUT_DIR)
@@ -33,28 +42,60 @@ EOF
 # 6.12 that WARNs at every boot, and a WARN fails the run. No case here
 # needs PCI, so it is switched off (--kconfig_add below).
 
+# Fail unless the skipped cases of the KTAP log @1 are all in NOPM_MAY_SKIP.
+check_nopm_skips() {
+	local log=$1 bad
+
+	grep -q '^ *ok [0-9]* eventpoll_[a-z_]*$' "$log" ||
+		die "without CONFIG_PM_SLEEP no case passed: see $log"
+	# KTAP gives the parameters of a case before the case's own result.
+	bad=$(awk -v allowed=" $NOPM_MAY_SKIP " '
+		/^        ok [0-9]+ .* # SKIP/ { param_skipped = 1 }
+		/^    (not )?ok [0-9]+ eventpoll_/ {
+			name = $0
+			sub(/^ *(not )?ok [0-9]+ /, "", name)
+			sub(/ .*/, "", name)
+			if (param_skipped || $0 ~ / # SKIP/)
+				skipped[name] = 1
+			param_skipped = 0
+		}
+		END { for (n in skipped) if (index(allowed, " " n " ") == 0) print n }
+	' "$log")
+	[ -z "$bad" ] ||
+		die "without CONFIG_PM_SLEEP these cases skip, but do not need a wakeup source: $(echo $bad)"
+	log "without CONFIG_PM_SLEEP: only $NOPM_MAY_SKIP skip"
+}
+
 main() {
-	local rc=0
+	local rc=0 build=$KUNIT_BUILD name=kunit-uml nopm=()
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
+	--no-pm-sleep)
+		build=$KUNIT_BUILD-nopm
+		name=kunit-uml-nopm
+		nopm=(--kconfig_add=CONFIG_SUSPEND=n --kconfig_add=CONFIG_HIBERNATION=n
+		      --kconfig_add=CONFIG_PM_SLEEP=n)
+		;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
 	need_worktree
 	mkdir -p "$RESULTS_DIR" "$BUILD_DIR"
-	rm -f "$RESULTS_DIR"/kunit-uml.*
+	rm -f "$RESULTS_DIR/$name".*
 	if [ ! -f "$WORKTREE/$KUNITCONFIG" ]; then
 		log "the tree has no $KUNITCONFIG: no KUnit test ran"
 		return 0
 	fi
 	(cd "$WORKTREE" && with_timeout "$KUNIT_TIMEOUT" kunit.py \
 		./tools/testing/kunit/kunit.py run --kunitconfig="$KUNITCONFIG" \
-		--build_dir="$KUNIT_BUILD" --jobs="$JOBS" \
-		--make_options="CC=$KCC" --json="$RESULTS_DIR/kunit-uml.json" \
-		--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n) ||
+		--build_dir="$build" --jobs="$JOBS" \
+		--make_options="CC=$KCC" --json="$RESULTS_DIR/$name.json" \
+		--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n "${nopm[@]}") ||
 		rc=$?
-	cp "$KUNIT_BUILD/test.log" "$RESULTS_DIR/kunit-uml.log" 2>/dev/null || true
+	cp "$build/test.log" "$RESULTS_DIR/$name.log" 2>/dev/null || true
+	[ "$rc" -ne 0 ] || [ "${#nopm[@]}" -eq 0 ] ||
+		check_nopm_skips "$RESULTS_DIR/$name.log"
 	return "$rc"
 }
 

@@ -369,8 +369,16 @@ main() {
 	[[ "$REVISION" =~ ^[1-9][0-9]*$ ]] || die "REVISION=$REVISION is not a revision number"
 
 	check_inputs
-	SENDER_NAME=$(git -C "$KSRC" config user.name || true)
-	SENDER_EMAIL=$(git -C "$KSRC" config user.email || true)
+	sender_ident >/dev/null 2>&1 ||
+		die "no git identity in $KSRC: set user.name and user.email ('git config'), the sender of the mails"
+	SENDER_NAME=$(sender_ident | sed 's/ *<.*//')
+	SENDER_EMAIL=$(address_of "$(sender_ident)")
+	if ! problems=$(check_identity); then
+		printf '%s\n' "$problems" >&2
+		[ "$mode" = dry-run ] ||
+			die "not sending: the patches must be written and signed off by the sender (commit them with your own identity, 'git commit -s')"
+		log "a real send (SEND=1) would refuse: identity above"
+	fi
 	mkdir -p "$OUT_DIR/b4"
 	: >"$B4_LOG"
 	PARTS=$(mktemp -d)
@@ -379,12 +387,6 @@ main() {
 	b4_prep
 	b4_mails
 	run_checkpatch
-	if ! problems=$(check_identity); then
-		printf '%s\n' "$problems" >&2
-		[ "$mode" = dry-run ] ||
-			die "not sending: the patches must be written and signed off by the sender (commit them with your own identity, 'git commit -s')"
-		log "a real send (SEND=1) would refuse: identity above"
-	fi
 	if [ "$mode" = dry-run ]; then
 		log "dry run done: the mails are in $OUT_MAIL; rerun with --send (make submit SEND=1) to send"
 	else

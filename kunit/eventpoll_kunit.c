@@ -193,9 +193,12 @@ static void ep_test_need_wakeup(struct kunit *test)
  * real syscall would need fds, but a case and its cleanup run in two
  * kthreads that share the file table of all kernel threads; keeping plain
  * file references keeps their lifetime under the control of the test.
+ * Not inlined: with KASAN, the event and what do_epoll_ctl_file() keeps on
+ * the stack would otherwise count in the frame of every case, and some
+ * cases are close to clang's 2048-byte frame limit.
  */
-static int ep_test_ctl(struct ep_test *t, int op, int i, __poll_t events,
-		       u64 data)
+static noinline_for_stack int ep_test_ctl(struct ep_test *t, int op, int i,
+					  __poll_t events, u64 data)
 {
 	struct epoll_event epds = { .events = events, .data = data };
 	struct ep_test_src *src = &t->src[i];

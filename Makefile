@@ -58,7 +58,7 @@ help:
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
 	  '  PROGRAM       make mutants: only the lines of this test program' \
-	  '  STEP          make mutate: only prepare, kunit, guest or report (default: all)' \
+	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest or report (default: all)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \

@@ -16,13 +16,15 @@ readonly NEW_TESTS="$REPO_DIR/new-tests"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] [--check | prepare | kunit [ID...] | guest [ID...] | report | all]
+Usage: ${0##*/} [-h] [--check | prepare | prepare-kunit | kunit [ID...] | guest [ID...] | report | all]
 
 prepare  check out the series in $MUT_OUT/linux (a worktree of
          $WORKTREE), apply new-tests/*.patch, switch every mutant of
          scripts/mutate.py in (eventpoll.mutant=N selects one, 0 none),
          write mutants/generated.tsv, build the UML KUnit kernel, the
          debug guest kernel, the selftests and the initramfs there
+prepare-kunit  only the mutant tree and the UML KUnit kernel (enough
+         for 'kunit')
 kunit    one UML boot per mutant (all, or the IDs given), results in
          $MUT_OUT/kunit.tsv (kept: a second run resumes)
 guest    the kselftests (-m64) in the guest, one run per mutant, many
@@ -67,7 +69,8 @@ excluded() {
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$UNCOMPILABLE" 2>/dev/null | paste -sd, -
 }
 
-prepare() {
+# The mutant tree and the UML KUnit kernel with every mutant.
+prepare_kunit() {
 	worktree_at "$MUT_OUT/linux" "$SERIES_BRANCH"
 	# The mutant tree is the applied series plus the mutants: the stages
 	# run on it see the markers apply-series.sh left for the series.
@@ -79,6 +82,10 @@ prepare() {
 		./tools/testing/kunit/kunit.py build --kunitconfig="$KUNITCONFIG" \
 		--build_dir="$MUT_OUT/build/kunit-uml" --jobs="$JOBS" \
 		--make_options="CC=$KCC" --kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n)
+}
+
+prepare() {
+	prepare_kunit
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-kernel.sh"
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-selftests.sh"
 	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/make-initramfs.sh"
@@ -95,6 +102,7 @@ main() {
 		exec "$REPO_DIR/scripts/mutate.py" "$WORKTREE" --check \
 			--exclude "$(excluded)" ;;
 	prepare) need_worktree; prepare ;;
+	prepare-kunit) need_worktree; prepare_kunit ;;
 	kunit|guest|report) shift || true; exec "$REPO_DIR/scripts/mutate-sweep.py" "$cmd" "$@" ;;
 	all)
 		need_worktree

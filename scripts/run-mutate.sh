@@ -76,6 +76,7 @@ prepare_kunit() {
 	# run on it see the markers apply-series.sh left for the series.
 	cp "$OUT_DIR/base-commit" "$SERIES_APPLIED_FILE" "$MUT_OUT/"
 	apply_new_tests "$MUT_OUT/linux"
+	mkdir -p "$MUT_OUT/build"
 	"$REPO_DIR/scripts/mutate.py" "$MUT_OUT/linux" --apply --tsv "$GEN" \
 		--exclude "$(excluded)"
 	(cd "$MUT_OUT/linux" && with_timeout 3000 kunit.py \

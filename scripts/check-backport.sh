@@ -59,8 +59,10 @@ backport_of() {
 		printf '%s\n' "$PATCHES_DIR/$p"
 		return
 	fi
-	cmp -s <(changelog "$PATCHES_DIR/$p" "$tmp.series") <(changelog "$own" "$tmp.own") ||
-		die "${own#"$REPO_DIR"/}: its changelog differs from $p's (beyond the backport note): $(diff <(changelog "$PATCHES_DIR/$p" "$tmp.series") <(changelog "$own" "$tmp.own") | grep -m1 '^[<>]')"
+	changelog "$PATCHES_DIR/$p" "$tmp.series" >"$tmp.series.log"
+	changelog "$own" "$tmp.own" >"$tmp.own.log"
+	diff -q "$tmp.series.log" "$tmp.own.log" >/dev/null ||
+		die "${own#"$REPO_DIR"/}: its changelog differs from $p's (beyond the backport note): $(diff "$tmp.series.log" "$tmp.own.log" | grep -m1 '^[<>]')"
 	printf '%s\n' "$own"
 }
 

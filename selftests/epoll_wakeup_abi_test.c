@@ -26,6 +26,7 @@
  */
 
 #include <stddef.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -902,6 +903,120 @@ TEST(epoll_event_layout_matches_uapi)
 }
 
 /*
+ * Every way an item goes away gives its watch back to the user's
+ * fs.epoll.max_user_watches budget: EPOLL_CTL_DEL, close of the target,
+ * close of the epoll fd. Checked as a user of its own (the budget is per
+ * user, counted from epoll_create()), with a budget of WATCHES.
+ */
+#define MAX_USER_WATCHES_PATH "/proc/sys/fs/epoll/max_user_watches"
+#define WATCHES 4
+#define WATCHES_UID 60999
+
+FIXTURE(watches) {
+	char saved[32];		/* max_user_watches to restore */
+};
+
+static int sysctl_rw(const char *path, char *old, size_t size,
+		     const char *val)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = old ? read(fd, old, size - 1) : 0;
+	if (n >= 0 && old)
+		old[n] = '\0';
+	if (n >= 0)
+		n = pwrite(fd, val, strlen(val), 0);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? n : 0;
+}
+
+FIXTURE_SETUP(watches)
+{
+	char budget[16];
+
+	self->saved[0] = '\0';
+	if (geteuid())
+		SKIP(return, "needs root to set " MAX_USER_WATCHES_PATH);
+	snprintf(budget, sizeof(budget), "%d", WATCHES);
+	ASSERT_EQ(0, sysctl_rw(MAX_USER_WATCHES_PATH, self->saved,
+			       sizeof(self->saved), budget));
+}
+
+FIXTURE_TEARDOWN(watches)
+{
+	if (self->saved[0])
+		EXPECT_EQ(0, sysctl_rw(MAX_USER_WATCHES_PATH, NULL, 0,
+				       self->saved));
+}
+
+/* ADD of @fd to @epfd: 0 or the errno. */
+static int add_errno(int epfd, int fd)
+{
+	return ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN, fd) ? errno : 0;
+}
+
+TEST_F(watches, every_removal_returns_the_watch)
+{
+	int epfd, efd[WATCHES + 1], i, status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* Not the harness's checks: they belong to the test's process. */
+#define CHECK(cond) do {						\
+		if (!(cond)) {						\
+			fprintf(stderr, "# %s:%d: %s failed (errno %d)\n", \
+				__FILE__, __LINE__, #cond, errno);	\
+			_exit(1);					\
+		}							\
+	} while (0)
+		CHECK(setresgid(WATCHES_UID, WATCHES_UID, WATCHES_UID) == 0);
+		CHECK(setresuid(WATCHES_UID, WATCHES_UID, WATCHES_UID) == 0);
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		CHECK(epfd >= 0);
+		for (i = 0; i <= WATCHES; i++) {
+			efd[i] = eventfd(0, EFD_CLOEXEC);
+			CHECK(efd[i] >= 0);
+		}
+		for (i = 0; i < WATCHES; i++)
+			CHECK(add_errno(epfd, efd[i]) == 0);
+		CHECK(add_errno(epfd, efd[WATCHES]) == ENOSPC);
+
+		/* DEL */
+		CHECK(ctl(epfd, EPOLL_CTL_DEL, efd[0], 0, 0) == 0);
+		CHECK(add_errno(epfd, efd[WATCHES]) == 0);
+		CHECK(add_errno(epfd, efd[0]) == ENOSPC);
+
+		/* Close of a target */
+		close(efd[1]);
+		CHECK(add_errno(epfd, efd[0]) == 0);
+		efd[1] = eventfd(0, EFD_CLOEXEC);
+		CHECK(efd[1] >= 0);
+		CHECK(add_errno(epfd, efd[1]) == ENOSPC);
+
+		/* Close of the epoll fd */
+		close(epfd);
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		CHECK(epfd >= 0);
+		for (i = 0; i < WATCHES; i++)
+			CHECK(add_errno(epfd, efd[i]) == 0);
+		CHECK(add_errno(epfd, efd[WATCHES]) == ENOSPC);
+		_exit(0);
+#undef CHECK
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
  * Wakeup sources. The target is a FIFO with a unique name, so that the
  * wakeup source epoll creates for it (named after the dentry) can be found
  * in /sys/class/wakeup. The tests need CONFIG_PM_SLEEP and
@@ -1169,6 +1284,268 @@ TEST_F(wakeup_source, oneshot_item_inactive_until_rearmed)
 }
 
 /*
+ * MOD adding EPOLLWAKEUP to an item that is already queued: the new source
+ * is held until the event is reported, as if the item had been queued
+ * with it.
+ */
+TEST_F(wakeup_source, mod_adding_epollwakeup_to_queued_item_holds_it)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLET, 1));
+	fifo_fill(_metadata, env);
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLET | EPOLLWAKEUP, 2));
+	st = ws_stats(_metadata, env);
+	EXPECT_EQ(1, st.active_count);
+	EXPECT_LT(0, st.active_time_ms);
+	expect_held_up(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(2, ev.data.u64);
+	expect_not_held_up(_metadata, env);
+}
+
+/*
+ * Allocation failures where they happen. With CONFIG_FAILSLAB, writing N to
+ * /proc/thread-self/fail-nth makes the N-th slab allocation of the thread
+ * fail (Documentation/fault-injection/fault-injection.rst). One
+ * epoll_ctl() is tried with N = 1, 2, ... until it makes fewer than N
+ * allocations. Each call must either fail with ENOMEM and leave the
+ * instance as it was, or succeed completely: item registered with its mask,
+ * a wakeup source for EPOLLWAKEUP, active while the item is queued, and
+ * nothing left behind once the epoll fd is closed.
+ */
+#define FAIL_NTH_PATH "/proc/thread-self/fail-nth"
+#define FAILSLAB_DIR "/sys/kernel/debug/failslab"
+#define FAIL_NTH_MAX 10000
+
+FIXTURE(ctl_enomem) {
+	struct ws_env env;
+	int fail_nth;			/* FAIL_NTH_PATH */
+	char ignore_gfp_wait[8];	/* failslab knobs, restored */
+	char verbose[8];
+	int eventpoll;			/* "eventpoll" sources before */
+};
+
+/* Read failslab's debugfs knob @name into @old (if not NULL), write @val. */
+static int failslab_knob(const char *name, char *old, size_t size,
+			 const char *val)
+{
+	char path[128];
+	ssize_t n = 0;
+	int fd;
+
+	/* Not seekable: one open to read, one to write. */
+	snprintf(path, sizeof(path), FAILSLAB_DIR "/%s", name);
+	if (old) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		n = read(fd, old, size - 1);
+		if (n < 0)
+			n = -errno;
+		close(fd);
+		if (n < 0)
+			return n;
+		old[n] = '\0';
+		old[strcspn(old, "\n")] = '\0';
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? n : 0;
+}
+
+FIXTURE_SETUP(ctl_enomem)
+{
+	self->fail_nth = -1;
+	self->ignore_gfp_wait[0] = '\0';
+	self->verbose[0] = '\0';
+	ws_env_setup(_metadata, &self->env);
+	if (_metadata->exit_code)
+		return;
+	self->fail_nth = open(FAIL_NTH_PATH, O_RDWR | O_CLOEXEC);
+	if (self->fail_nth < 0)
+		SKIP(return, "no " FAIL_NTH_PATH
+		     ": kernel without CONFIG_FAULT_INJECTION");
+	/*
+	 * failslab spares allocations that may sleep unless told, and logs
+	 * a stack trace for each failure it makes: not a kernel problem.
+	 */
+	if (failslab_knob("ignore-gfp-wait", self->ignore_gfp_wait,
+			  sizeof(self->ignore_gfp_wait), "N"))
+		SKIP(return, "no " FAILSLAB_DIR
+		     ": needs CONFIG_FAILSLAB, CONFIG_FAULT_INJECTION_DEBUG_FS and debugfs");
+	ASSERT_EQ(0, failslab_knob("verbose", self->verbose,
+				   sizeof(self->verbose), "0"));
+	self->eventpoll = wakeup_source_find("eventpoll", NULL);
+	ASSERT_LE(0, self->eventpoll);
+}
+
+FIXTURE_TEARDOWN(ctl_enomem)
+{
+	if (self->fail_nth >= 0)
+		close(self->fail_nth);
+	if (self->verbose[0])
+		EXPECT_EQ(0, failslab_knob("verbose", NULL, 0, self->verbose));
+	if (self->ignore_gfp_wait[0])
+		EXPECT_EQ(0, failslab_knob("ignore-gfp-wait", NULL, 0,
+					   self->ignore_gfp_wait));
+	ws_env_teardown(_metadata, &self->env);
+}
+
+/* Fail the @nth allocation of this thread from now on; 0 disarms. */
+static void fail_nth_arm(struct __test_metadata *_metadata, int fd,
+			 unsigned int nth)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", nth);
+
+	ASSERT_EQ(len, pwrite(fd, buf, len, 0));
+}
+
+/* Whether the armed failure was made; disarm it either way. */
+static bool fail_nth_injected(struct __test_metadata *_metadata, int fd)
+{
+	char buf[16] = "";
+
+	EXPECT_LT(0, pread(fd, buf, sizeof(buf) - 1, 0));
+	fail_nth_arm(_metadata, fd, 0);
+	return atoi(buf) == 0;
+}
+
+/*
+ * For N = 1, 2, ...: a new epoll fd (with the FIFO registered with
+ * @before first if @op is MOD), @op with @events under fail-nth = N, the
+ * checks, close. The FIFO is readable if @queued. Return how many calls
+ * failed, all with ENOMEM.
+ */
+static int ctl_enomem_sweep(struct __test_metadata *_metadata,
+			    struct ws_env *env, int fail_nth, int eventpoll,
+			    int op, uint32_t before, uint32_t events,
+			    bool queued)
+{
+	bool wakeup = events & EPOLLWAKEUP;
+	struct wakeup_source_stats st = { 0 };
+	struct epoll_event ev;
+	int nth, ret, err, failed = 0;
+	uint32_t stored;
+	bool injected;
+
+	fifo_drain(_metadata, env);
+	if (queued)
+		fifo_fill(_metadata, env);
+	if (env->epfd >= 0)
+		close(env->epfd);
+	env->epfd = -1;
+	for (nth = 1; nth < FAIL_NTH_MAX; nth++) {
+		env->epfd = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, env->epfd);
+		if (op == EPOLL_CTL_MOD)
+			ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+					 before, 1));
+		fail_nth_arm(_metadata, fail_nth, nth);
+		ret = ctl(env->epfd, op, env->fifo, events, 2);
+		err = errno;
+		injected = fail_nth_injected(_metadata, fail_nth);
+
+		if (ret) {
+			failed++;
+			EXPECT_EQ(ENOMEM, err)
+				TH_LOG("allocation %d failed: errno %d", nth, err);
+			if (op == EPOLL_CTL_ADD) {
+				EXPECT_EQ(-ENOENT,
+					  fdinfo_epoll_item(env->epfd, env->fifo,
+							    NULL, NULL))
+					TH_LOG("allocation %d failed: item added",
+					       nth);
+			} else {
+				EXPECT_EQ(before | ALWAYS_POLLED,
+					  stored_events(_metadata, env->epfd,
+							env->fifo))
+					TH_LOG("allocation %d failed: mask changed",
+					       nth);
+			}
+			EXPECT_EQ(0, wakeup_source_find(env->name, NULL))
+				TH_LOG("allocation %d failed: source left", nth);
+		} else {
+			stored = stored_events(_metadata, env->epfd, env->fifo);
+			EXPECT_EQ(events | ALWAYS_POLLED, stored)
+				TH_LOG("allocation %d: stored %#x", nth, stored);
+			EXPECT_EQ((int)wakeup,
+				  wakeup_source_find(env->name,
+						     wakeup ? &st : NULL))
+				TH_LOG("allocation %d: no single source", nth);
+			if (wakeup && queued) {
+				EXPECT_EQ(1, st.active_count)
+					TH_LOG("allocation %d: source not active",
+					       nth);
+			}
+		}
+		/* A failed MOD loses no event either. */
+		if (queued && (op == EPOLL_CTL_MOD || !ret)) {
+			EXPECT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0))
+				TH_LOG("allocation %d: event lost", nth);
+		}
+
+		close(env->epfd);
+		env->epfd = -1;
+		EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+		EXPECT_EQ(eventpoll, wakeup_source_find("eventpoll", NULL))
+			TH_LOG("allocation %d: eventpoll source left", nth);
+		if (_metadata->exit_code == KSFT_FAIL)
+			break;
+		if (!injected) {
+			/* The call made fewer than nth allocations. */
+			EXPECT_EQ(0, ret);
+			break;
+		}
+	}
+	EXPECT_GT(FAIL_NTH_MAX, nth);
+	return failed;
+}
+
+/* The sweep in the environment of the test (self). */
+#define SWEEP(op, before, events, queued)				\
+	ctl_enomem_sweep(_metadata, &self->env, self->fail_nth,	\
+			 self->eventpoll, op, before, events, queued)
+
+TEST_F(ctl_enomem, add)
+{
+	int plain, wakeup;
+
+	plain = SWEEP(EPOLL_CTL_ADD, 0, EPOLLIN, false);
+	wakeup = SWEEP(EPOLL_CTL_ADD, 0, EPOLLIN | EPOLLWAKEUP, false);
+	/* The sources' allocations failed too, and were reported. */
+	EXPECT_LT(0, plain);
+	EXPECT_LT(plain, wakeup);
+}
+
+TEST_F(ctl_enomem, add_ready_target)
+{
+	EXPECT_LT(0, SWEEP(EPOLL_CTL_ADD, 0, EPOLLIN | EPOLLWAKEUP, true));
+}
+
+TEST_F(ctl_enomem, mod_adding_epollwakeup)
+{
+	EXPECT_LT(0, SWEEP(EPOLL_CTL_MOD, EPOLLIN, EPOLLIN | EPOLLWAKEUP,
+			   false));
+}
+
+TEST_F(ctl_enomem, mod_adding_epollwakeup_to_queued_item)
+{
+	EXPECT_LT(0, SWEEP(EPOLL_CTL_MOD, EPOLLIN, EPOLLIN | EPOLLWAKEUP,
+			   true));
+}
+
+/*
  * The life of the source of an item with EPOLLWAKEUP:
  *
  *   inactive --(FIFO becomes readable)--> active, event_count grows,
@@ -1340,7 +1717,10 @@ TEST_F(ws_hold, queued_event_holds_up_wakeup_count)
 
 /*
  * Whatever takes a queued item with EPOLLWAKEUP away releases its source,
- * so that a blocked wakeup_count read completes, and unregisters it.
+ * so that a blocked wakeup_count read completes, and unregisters it. A
+ * scan that finds the item no longer ready (epoll_wait(), poll(2) of the
+ * epoll fd, or of an epoll fd that watches it) releases the source and
+ * keeps it.
  */
 FIXTURE(ws_release) {
 	struct ws_env env;	/* FIFO target, epoll fd, pending read */
@@ -1352,6 +1732,10 @@ enum {
 	RELEASE_BY_DEL,		/* EPOLL_CTL_DEL */
 	RELEASE_BY_MOD,		/* EPOLL_CTL_MOD without EPOLLWAKEUP */
 	RELEASE_BY_MOD_NO_CAP,	/* EPOLL_CTL_MOD with it, but no capability */
+	/* The FIFO drained, a scan finds the item no longer ready: */
+	RELEASE_BY_EPOLL_WAIT,	/* epoll_wait() */
+	RELEASE_BY_POLL,	/* poll(2) of the epoll fd */
+	RELEASE_BY_NESTED,	/* an epoll fd watching this one */
 };
 
 FIXTURE_VARIANT(ws_release) {
@@ -1378,6 +1762,18 @@ FIXTURE_VARIANT_ADD(ws_release, mod_without_cap) {
 	.action = RELEASE_BY_MOD_NO_CAP,
 };
 
+FIXTURE_VARIANT_ADD(ws_release, epoll_wait_of_drained_item) {
+	.action = RELEASE_BY_EPOLL_WAIT,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, poll_of_epfd_with_drained_item) {
+	.action = RELEASE_BY_POLL,
+};
+
+FIXTURE_VARIANT_ADD(ws_release, nested_epoll_with_drained_item) {
+	.action = RELEASE_BY_NESTED,
+};
+
 FIXTURE_SETUP(ws_release)
 {
 	ws_env_setup(_metadata, &self->env);
@@ -1391,7 +1787,10 @@ FIXTURE_TEARDOWN(ws_release)
 TEST_F(ws_release, releasing_queued_item_unblocks_wakeup_count)
 {
 	struct ws_env *env = &self->env;
-	int eventpoll;
+	bool kept = variant->action >= RELEASE_BY_EPOLL_WAIT;
+	struct pollfd pfd = { .events = POLLIN };
+	struct epoll_event ev;
+	int eventpoll, outer;
 
 	eventpoll = wakeup_source_find("eventpoll", NULL);
 	ASSERT_LE(0, eventpoll);
@@ -1423,13 +1822,208 @@ TEST_F(ws_release, releasing_queued_item_unblocks_wakeup_count)
 		ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
 				 EPOLLIN, 6));
 		break;
+	case RELEASE_BY_EPOLL_WAIT:
+		fifo_drain(_metadata, env);
+		ASSERT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0));
+		break;
+	case RELEASE_BY_POLL:
+		fifo_drain(_metadata, env);
+		pfd.fd = env->epfd;
+		ASSERT_EQ(0, poll(&pfd, 1, 0));
+		break;
+	case RELEASE_BY_NESTED:
+		fifo_drain(_metadata, env);
+		outer = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, outer);
+		ASSERT_EQ(0, ctl(outer, EPOLL_CTL_ADD, env->epfd, EPOLLIN, 6));
+		ASSERT_EQ(0, epoll_wait(outer, &ev, 1, 0));
+		close(outer);
+		break;
 	}
 
 	expect_not_held_up(_metadata, env);
-	EXPECT_EQ(0, wakeup_source_find(env->name, NULL));
+	EXPECT_EQ(kept, wakeup_source_find(env->name, NULL));
 	/* The epoll instance's own source goes only with the instance. */
 	EXPECT_EQ(variant->action == RELEASE_BY_CLOSE_EPFD ? eventpoll :
 		  eventpoll + 1, wakeup_source_find("eventpoll", NULL));
+	if (!kept)
+		return;
+
+	/* A new event queues the item, and holds the source, again. */
+	fifo_fill(_metadata, env);
+	expect_held_up(_metadata, env);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(5, ev.data.u64);
+}
+
+/*
+ * Readiness of the epoll file itself and the waking of its waiters: the
+ * paths that queue an item (the poll callback, EPOLL_CTL_ADD and
+ * EPOLL_CTL_MOD of a ready target) must wake a thread blocked in
+ * epoll_wait() on the instance and one blocked in poll(2) on the epoll
+ * file, and poll(2) on the epoll file reports EPOLLIN | EPOLLRDNORM,
+ * nothing else, exactly while an item has an event it asks for.
+ *
+ *   waiter thread:  epoll_wait(epfd, 10 s)  or  poll(epfd, POLLIN, 10 s)
+ *   main thread:    ~100 ms later, make the eventfd item ready by
+ *                   write(efd) / EPOLL_CTL_ADD of a ready efd /
+ *                   EPOLL_CTL_MOD of an idle item to a ready mask
+ *
+ * The waiter must return well before its timeout: a kernel that queues
+ * the item without waking anybody leaves it asleep for the full 10 s.
+ */
+enum ready_trigger { TRIGGER_WRITE, TRIGGER_ADD, TRIGGER_MOD };
+enum ready_waiter { WAITER_EPOLL_WAIT, WAITER_POLL };
+
+FIXTURE(waiter) {
+	int epfd;
+	int efd;
+};
+
+FIXTURE_VARIANT(waiter) {
+	enum ready_trigger trigger;
+	enum ready_waiter waiter;
+};
+
+FIXTURE_VARIANT_ADD(waiter, write_wakes_epoll_wait) {
+	.trigger = TRIGGER_WRITE, .waiter = WAITER_EPOLL_WAIT,
+};
+
+FIXTURE_VARIANT_ADD(waiter, write_wakes_poll_of_epfd) {
+	.trigger = TRIGGER_WRITE, .waiter = WAITER_POLL,
+};
+
+FIXTURE_VARIANT_ADD(waiter, add_of_ready_fd_wakes_epoll_wait) {
+	.trigger = TRIGGER_ADD, .waiter = WAITER_EPOLL_WAIT,
+};
+
+FIXTURE_VARIANT_ADD(waiter, add_of_ready_fd_wakes_poll_of_epfd) {
+	.trigger = TRIGGER_ADD, .waiter = WAITER_POLL,
+};
+
+FIXTURE_VARIANT_ADD(waiter, mod_to_ready_mask_wakes_epoll_wait) {
+	.trigger = TRIGGER_MOD, .waiter = WAITER_EPOLL_WAIT,
+};
+
+FIXTURE_VARIANT_ADD(waiter, mod_to_ready_mask_wakes_poll_of_epfd) {
+	.trigger = TRIGGER_MOD, .waiter = WAITER_POLL,
+};
+
+#define WAITER_TIMEOUT_MS 10000
+
+struct waiter_args {
+	int epfd;
+	enum ready_waiter waiter;
+	int result;		/* what the waiter's call returned */
+	int64_t waited_ms;	/* how long it blocked */
+	short revents;
+};
+
+static void *waiter_fn(void *arg)
+{
+	struct waiter_args *a = arg;
+	struct epoll_event ev;
+	struct pollfd pfd = { .fd = a->epfd, .events = POLLIN };
+	int64_t start = __monotonic_ms();
+
+	if (a->waiter == WAITER_EPOLL_WAIT) {
+		a->result = epoll_wait(a->epfd, &ev, 1, WAITER_TIMEOUT_MS);
+	} else {
+		a->result = poll(&pfd, 1, WAITER_TIMEOUT_MS);
+		a->revents = pfd.revents;
+	}
+	a->waited_ms = __monotonic_ms() - start;
+	return NULL;
+}
+
+FIXTURE_SETUP(waiter)
+{
+	self->epfd = epoll_create1(0);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_LE(0, self->efd);
+}
+
+FIXTURE_TEARDOWN(waiter)
+{
+	close(self->efd);
+	close(self->epfd);
+}
+
+TEST_F(waiter, queued_item_wakes_the_waiter)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct waiter_args a = { .epfd = self->epfd, .waiter = variant->waiter };
+	pthread_t thread;
+	uint64_t one = 1;
+
+	if (variant->trigger == TRIGGER_WRITE)
+		ASSERT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->efd, &ev));
+	if (variant->trigger == TRIGGER_MOD) {
+		ev.events = 0;	/* idle: no event asked for */
+		ASSERT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->efd, &ev));
+		ev.events = EPOLLIN;
+	}
+	if (variant->trigger != TRIGGER_WRITE)
+		ASSERT_EQ(sizeof(one), write(self->efd, &one, sizeof(one)));
+
+	ASSERT_EQ(0, pthread_create(&thread, NULL, waiter_fn, &a));
+	usleep(100 * 1000);	/* let the waiter block */
+	switch (variant->trigger) {
+	case TRIGGER_WRITE:
+		ASSERT_EQ(sizeof(one), write(self->efd, &one, sizeof(one)));
+		break;
+	case TRIGGER_ADD:
+		ASSERT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_ADD, self->efd, &ev));
+		break;
+	case TRIGGER_MOD:
+		ASSERT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_MOD, self->efd, &ev));
+		break;
+	}
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+
+	EXPECT_EQ(1, a.result);
+	EXPECT_GT(WAITER_TIMEOUT_MS / 2, a.waited_ms)
+		TH_LOG("the waiter slept %lld ms: the queued item did not wake it",
+		       (long long)a.waited_ms);
+	if (variant->waiter == WAITER_POLL)
+		EXPECT_EQ(POLLIN, a.revents);
+}
+
+TEST(poll_of_epfd_reports_pollin_rdnorm_only_while_an_item_is_ready)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct pollfd pfd;
+	uint64_t v = 1;
+	int epfd, efd;
+
+	epfd = epoll_create1(0);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev));
+
+	pfd = (struct pollfd){ .fd = epfd,
+			       .events = POLLIN | POLLRDNORM | POLLOUT | POLLPRI };
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(sizeof(v), write(efd, &v, sizeof(v)));
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN | POLLRDNORM, pfd.revents);
+	/* Asked for POLLIN alone, it reports POLLIN alone. */
+	pfd.events = POLLIN;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents);
+	/* Drained: the item is still queued, but no longer ready. */
+	ASSERT_EQ(sizeof(v), read(efd, &v, sizeof(v)));
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	EXPECT_EQ(0, epoll_wait(epfd, &ev, 1, 0));
+	/* Ready again: the poll above must not have lost the item. */
+	ASSERT_EQ(sizeof(v), write(efd, &v, sizeof(v)));
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(1, epoll_wait(epfd, &ev, 1, 0));
+	close(efd);
+	close(epfd);
 }
 
 TEST_HARNESS_MAIN

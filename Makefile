@@ -12,7 +12,8 @@ $(error OUT_DIR must not be /)
 endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
-	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK
+	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
+	GUEST_JOBS GUEST_TESTS
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -59,6 +60,8 @@ help:
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
 	  '  PROGRAM       make mutants: only the lines of this test program' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest or report (default: all)' \
+	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
+	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (see scripts/mutate-sweep.py -h)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \

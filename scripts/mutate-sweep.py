@@ -14,21 +14,27 @@
                   The verdicts come from the guest's KTAP
                   ($MUT_OUT/results/ktap.log, one subtest "mutant-<id>"
                   each), a crash from the kernel log (console.log).
-                  Appends to $MUT_OUT/guest.tsv.
-  report          merges mutants/generated.tsv, the two result files and
-                  mutants/equivalent.tsv into mutants/results.tsv and
-                  prints the scores.
+                  Appends to $MUT_OUT/guest.tsv. With GUEST_JOBS=N, N
+                  guests of one CPU share the mutants (results merged
+                  from $MUT_OUT/job<k>/).
+  report          merges mutants/generated.tsv, the two result files,
+                  mutants/equivalent.tsv and mutants/invisible.tsv into
+                  mutants/results.tsv and prints the scores.
 
 The trees and builds come from scripts/run-mutate.sh (make mutate).
 Environment: OUT_DIR (default ./out); MUT_OUT (default $OUT_DIR/mut);
 KUNIT_EXEC_TIMEOUT (s, default 60); GUEST_TESTS, the programs
 (default epoll_wakeup_abi_test,epoll_ctl_disable_test); GUEST_ABIS
 (default m64); GUEST_BATCH, mutants a boot at most (default 20);
-QEMU_TIMEOUT, the limit of one boot (default 600 s plus 240 s a mutant
-of the batch: a guess from v1's 194-248 s a boot of one mutant, not
-measured for a batch).
+GUEST_JOBS, guests of one CPU run side by side (default 1: one guest of
+QEMU_SMP CPUs); QEMU_TIMEOUT, the limit of one boot (default 300 s plus 120 s a mutant
+of the batch; one mutant's run takes 30-50 s); GUEST_STALL, seconds
+without guest output after which a boot is stopped (default 200: above
+the runner's per-program limit under TCG, 180 s). The guest panics,
+hence reboots, on an oops, a WARN, a KASAN report or a hung task.
 """
 
+import glob
 import hashlib
 import json
 import os
@@ -44,13 +50,16 @@ TREE = os.path.join(MUT, "linux")
 UML = os.path.join(MUT, "build", "kunit-uml")
 GEN = os.path.join(REPO, "mutants", "generated.tsv")
 EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
+INVISIBLE = os.path.join(REPO, "mutants", "invisible.tsv")
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
 GUEST_TSV = os.path.join(MUT, "guest.tsv")
 TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
-TESTS = os.environ.get("GUEST_TESTS", "epoll_wakeup_abi_test,epoll_ctl_disable_test")
+TESTS = os.environ.get("GUEST_TESTS") or "epoll_wakeup_abi_test,epoll_ctl_disable_test"
 ABIS = os.environ.get("GUEST_ABIS", "m64")
 BATCH = int(os.environ.get("GUEST_BATCH", "20"))
+STALL = int(os.environ.get("GUEST_STALL", "200"))
+JOBS = int(os.environ.get("GUEST_JOBS") or "1")
 
 
 def log(*a):
@@ -99,14 +108,15 @@ def start_results(path, header):
             f.write(header + "\n" + stamp() + "\n")
 
 
-def equivalents(gen):
-    """{id: why} of mutants/equivalent.tsv, each checked to be the mutant
-    (function, operator, original) its argument was written for."""
+def equivalents(gen, path=EQUIV):
+    """{id: why} of mutants/equivalent.tsv (or of mutants/invisible.tsv),
+    each checked to be the mutant (function, operator, original) its
+    argument was written for."""
     equiv = {}
-    for r in read_tsv(EQUIV):
+    for r in read_tsv(path):
         g = gen.get(int(r[0]))
         if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
-            sys.exit(f"mutate-sweep: mutants/equivalent.tsv: mutant {r[0]} is not "
+            sys.exit(f"mutate-sweep: mutants/{os.path.basename(path)}: mutant {r[0]} is not "
                      f"{' / '.join(r[1:4])}: renumber or drop the argument")
         equiv[int(r[0])] = r[4]
     return equiv
@@ -238,7 +248,8 @@ def parse_ktap(ktap, console):
             continue
         m = re.match(r"^(ok|not ok) \d+ mutant-(\d+)$", line)
         if m and cur == int(m.group(2)):
-            res[cur] = ("killed" if m.group(1) == "not ok" else "survived", killers_of(seg))
+            k = killers_of(seg)
+            res[cur] = ("killed" if m.group(1) == "not ok" or k else "survived", k)
             cur = None
             continue
         if cur is not None:
@@ -254,8 +265,11 @@ def parse_ktap(ktap, console):
 
 def killers_of(seg):
     """From the lines of one mutant's subtest: prog:test of each failed
-    test; prog:TIMEOUT of a program that timed out, prog:exit=N of one that
-    failed without a failed test; kernel:<what> of the kernel's reports."""
+    test; prog:test:SKIP of each skipped one (the guest kernel has every
+    feature the tests ask for, so a mutant that makes one look absent is
+    caught, as make check's verdict counts a skip); prog:TIMEOUT of a
+    program that timed out, prog:exit=N of one that failed without a
+    failed test; kernel:<what> of the kernel's reports."""
     k, prog, failed = [], None, False
 
     def add(what):
@@ -275,7 +289,10 @@ def killers_of(seg):
             continue
         m = CASE_RESULT.match(inner)
         if m and prog:
-            if m.group(1) == "not ok" and not (m.group(3) or "").upper().startswith("SKIP"):
+            skip = (m.group(3) or "").upper().startswith("SKIP")
+            if skip:
+                add(f"{prog}:{m.group(2)}:SKIP")
+            elif m.group(1) == "not ok":
                 failed = True
                 add(f"{prog}:{m.group(2)}")
             continue
@@ -284,7 +301,9 @@ def killers_of(seg):
             d = (m.group(3) or "").strip()
             if d.upper().startswith("TIMEOUT"):
                 add(f"{m.group(2)}:TIMEOUT")
-            elif m.group(1) == "not ok" and not failed and not d.upper().startswith("SKIP"):
+            elif d.upper().startswith("SKIP"):
+                add(f"{m.group(2)}:SKIP")
+            elif m.group(1) == "not ok" and not failed:
                 add(f"{m.group(2)}:{d.split()[0] if d else 'exit'}")
             prog = None
     if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
@@ -292,13 +311,104 @@ def killers_of(seg):
     return k
 
 
+# A mutant that oopses, warns, makes KASAN report or hangs a task for
+# 120 s ends the boot at once (panic=-1 reboots, QEMU exits) instead of
+# leaving the guest wedged until the boot's time runs out. The kernel log
+# still names the report.
+CRASH_ARGS = "oops=panic panic_on_warn=1 kasan.fault=panic hung_task_panic=1"
+
+
+def run_guest(env, ktap):
+    """run-qemu.sh, stopped when the guest's KTAP stops growing for STALL
+    seconds: a mutant that wedges the kernel without an oops (a spin with
+    interrupts off) would otherwise hold the boot for QEMU_TIMEOUT."""
+    p = subprocess.Popen([os.path.join(REPO, "scripts", "run-qemu.sh")], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    size, since = -1, time.time()
+    while p.poll() is None:
+        time.sleep(5)
+        now = os.path.getsize(ktap) if os.path.exists(ktap) else 0
+        if now != size:
+            size, since = now, time.time()
+        elif time.time() - since > STALL:
+            log(f"no guest output for {STALL}s: stopping the boot")
+            # The whole session: timeout(1) under run-qemu.sh puts QEMU
+            # in a process group of its own.
+            subprocess.run(["pkill", "-TERM", "-s", str(p.pid)])
+            p.wait()
+
+
+def job_dirs():
+    return sorted(glob.glob(os.path.join(MUT, "job[0-9]*")))
+
+
+def merge_jobs():
+    """Add the results of the parallel guests (MUT/job<k>/guest.tsv) that
+    GUEST_TSV lacks, a survivor's verdict re-read from its boot's saved
+    logs with this parser (which may know more than the one that ran)."""
+    start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
+    done = {int(r[0]) for r in read_results(GUEST_TSV)}
+    new = []
+    for d in job_dirs():
+        for r in read_results(os.path.join(d, "guest.tsv")):
+            mid = int(r[0])
+            if mid in done:
+                continue
+            base = os.path.join(d, f"guest-boot-{r[3]}")
+            if r[1] == "survived" and os.path.exists(base + ".ktap.log"):
+                with open(base + ".ktap.log", errors="replace") as k, \
+                        open(base + ".console.log", errors="replace") as c:
+                    res, _ = parse_ktap(k.read(), c.read())
+                if mid in res:
+                    r = [r[0], res[mid][0], ",".join(res[mid][1]), r[3]]
+            done.add(mid)
+            new.append(r)
+    with open(GUEST_TSV, "a") as f:
+        for r in new:
+            f.write("\t".join(r) + "\n")
+    if new:
+        log(f"merged {len(new)} results of {len(job_dirs())} parallel guests into {GUEST_TSV}")
+
+
+def guest_parallel(todo):
+    """GUEST_JOBS guests of one CPU each side by side, each on every
+    GUEST_JOBS-th mutant with a results directory of its own (MUT/job<k>,
+    sharing the builds). The tests mostly sleep (timeouts, held-up
+    reads), so several small guests finish more mutants an hour than one
+    guest of two CPUs."""
+    procs = []
+    for k in range(JOBS):
+        part = todo[k::JOBS]
+        if not part:
+            continue
+        d = os.path.join(MUT, f"job{k}")
+        os.makedirs(d, exist_ok=True)
+        for name in ("build", "linux"):
+            if not os.path.lexists(os.path.join(d, name)):
+                os.symlink(os.path.join(MUT, name), os.path.join(d, name))
+        env = dict(os.environ, MUT_OUT=d, GUEST_JOBS="1", QEMU_SMP="1")
+        with open(os.path.join(d, "sweep.log"), "a") as out:
+            procs.append(subprocess.Popen([os.path.abspath(__file__), "guest", *map(str, part)],
+                                          env=env, stdout=out, stderr=out))
+    log(f"{len(todo)} mutants on {len(procs)} guests of one CPU; progress in {MUT}/job*/sweep.log")
+    for p in procs:
+        p.wait()
+    merge_jobs()
+
+
 def cmd_guest(ids):
+    merge_jobs()
     done = {int(r[0]) for r in read_results(GUEST_TSV)}
     if not ids:     # default: what KUnit did not kill, minus the equivalent ones
         equiv = equivalents(generated())
         ids = [int(r[0]) for r in read_results(KUNIT_TSV) if not r[1] and int(r[0]) not in equiv]
     todo = [i for i in ids if i not in done]
-    start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
+    if JOBS > 1 and len(todo) > 1:
+        t0 = time.time()
+        guest_parallel(todo)
+        log(f"guest sweep: {len(todo)} mutants, {JOBS} guests, {time.time() - t0:.0f}s")
+        return
     results = os.path.join(MUT, "results")
     t0 = time.time()
     boot = 0
@@ -306,15 +416,14 @@ def cmd_guest(ids):
         boot += 1
         batch = todo[:BATCH]
         env = dict(os.environ, OUT_DIR=MUT,
-                   QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(600 + 240 * len(batch))),
-                   QEMU_APPEND=f"kunit.enable=0 epoll.tests={TESTS} epoll.abis={ABIS} "
+                   QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(300 + 120 * len(batch))),
+                   QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
                                f"epoll.mutants={','.join(map(str, batch))}")
         bt = time.time()
         for name in ("ktap.log", "console.log"):
             if os.path.exists(os.path.join(results, name)):
                 os.unlink(os.path.join(results, name))
-        subprocess.run([os.path.join(REPO, "scripts", "run-qemu.sh")], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run_guest(env, os.path.join(results, "ktap.log"))
         text = {}
         for name in ("ktap.log", "console.log"):
             try:
@@ -347,12 +456,14 @@ def cmd_guest(ids):
 
 
 def cmd_report(ids):
+    merge_jobs()
     gen = generated()
     excl = set()
     up = os.path.join(REPO, "mutants", "uncompilable")
     if os.path.exists(up):
         excl = {int(l.split("#")[0]) for l in open(up) if l.split("#")[0].strip()}
     equiv = equivalents(gen)
+    invisible = equivalents(gen, INVISIBLE)
     ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
     gu = {int(r[0]): (r[1], [k for k in r[2].split(",") if k]) for r in read_results(GUEST_TSV)}
     rows = []
@@ -372,6 +483,8 @@ def cmd_report(ids):
             st = "survived"
         ran = ("kunit" if kk is not None else "") + ("+guest" if gs else "")
         note = equiv.get(mid, "")
+        if st == "survived" and mid in invisible:
+            note = "not user-visible: " + invisible[mid]
         rows.append((mid, g[2], g[4], st, ",".join((kk or []) + gk), g[1], g[3], ran or "none", note))
         st_count[st] = st_count.get(st, 0) + 1
     with open(RESULTS, "w") as f:
@@ -389,6 +502,10 @@ def cmd_report(ids):
     gk = [r for r in g if any(":" in k and not k.startswith("kernel:") for k in r[4].split(","))]
     if g:
         print(f"guest: {len(g)} non-equivalent mutants ran, {len(gk)} killed by the kselftests")
+        vis = [r for r in g if not (r[3] == "survived" and r[0] in invisible)]
+        vk = [r for r in vis if r in gk]
+        print(f"guest, user-visible only (not in mutants/invisible.tsv): "
+              f"{len(vk)}/{len(vis)} = {100 * len(vk) / len(vis):.1f}% killed by the kselftests")
     by_op = {}
     for r in rows:
         d = by_op.setdefault(r[2], {})

@@ -557,11 +557,13 @@ def check(tree, exclude):
         problems.append("mutants/results.tsv was made for another mutants/generated.tsv: its results "
                         "are not of these mutants; run 'scripts/mutate-sweep.py report' (results "
                         "of an older series belong in mutants/<version>/)")
-    for r in read_tsv(EQUIV_TSV):
-        g = old.get(int(r[0]))
-        if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
-            problems.append(f"mutants/equivalent.tsv: mutant {r[0]} is not "
-                            f"{' / '.join(r[1:4])} in generated.tsv: renumber or drop the argument")
+    for path in (EQUIV_TSV, INVISIBLE_TSV):
+        for r in read_tsv(path):
+            g = old.get(int(r[0]))
+            if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
+                problems.append(f"mutants/{os.path.basename(path)}: mutant {r[0]} is not "
+                                f"{' / '.join(r[1:4])} in generated.tsv: renumber or drop "
+                                f"the argument")
     seen = set()
     for r in results:
         seen.add(int(r[0]))
@@ -575,6 +577,7 @@ def check(tree, exclude):
                     or k.startswith("kernel:"):
                 continue
             prog, _, t = k.partition(":")
+            t = t.removesuffix(":SKIP")     # a test that skipped
             src = os.path.join(sdir, prog + ".c")
             if prog not in progs:
                 progs[prog] = None
@@ -583,7 +586,7 @@ def check(tree, exclude):
                     progs[prog] = harness_names(text)
             if progs[prog] is None:
                 problems.append(f"results.tsv: mutant {r[0]}: no test program {prog}")
-            elif t != "TIMEOUT" and not re.match(r"exit(=\d+)?$", t) and t not in progs[prog]:
+            elif t not in ("TIMEOUT", "SKIP") and not re.match(r"exit(=\d+)?$", t) and t not in progs[prog]:
                 problems.append(f"results.tsv: mutant {r[0]}: {prog} has no test {t}")
     missing = set(new) - seen
     if missing:
@@ -612,6 +615,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN_TSV = os.path.join(REPO, "mutants", "generated.tsv")
 RESULTS_TSV = os.path.join(REPO, "mutants", "results.tsv")
 EQUIV_TSV = os.path.join(REPO, "mutants", "equivalent.tsv")
+INVISIBLE_TSV = os.path.join(REPO, "mutants", "invisible.tsv")
 NEW_TESTS = os.path.join(REPO, "new-tests")
 
 

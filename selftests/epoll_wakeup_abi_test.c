@@ -1314,9 +1314,10 @@ TEST_F(wakeup_source, mod_adding_epollwakeup_to_queued_item_holds_it)
  * fail (Documentation/fault-injection/fault-injection.rst). One
  * epoll_ctl() is tried with N = 1, 2, ... until it makes fewer than N
  * allocations. Each call must either fail with ENOMEM and leave the
- * instance as it was, or succeed completely: item registered with its mask,
- * a wakeup source for EPOLLWAKEUP, active while the item is queued, and
- * nothing left behind once the epoll fd is closed.
+ * instance as it was, or succeed completely: item registered with its mask
+ * and getting its events, a wakeup source for EPOLLWAKEUP (and the
+ * instance's own), active while the item is queued, and nothing left
+ * behind once the epoll fd is closed.
  */
 #define FAIL_NTH_PATH "/proc/thread-self/fail-nth"
 #define FAILSLAB_DIR "/sys/kernel/debug/failslab"
@@ -1488,11 +1489,18 @@ static int ctl_enomem_sweep(struct __test_metadata *_metadata,
 					TH_LOG("allocation %d: source not active",
 					       nth);
 			}
+			EXPECT_EQ(eventpoll + wakeup,
+				  wakeup_source_find("eventpoll", NULL))
+				TH_LOG("allocation %d: no eventpoll source", nth);
 		}
-		/* A failed MOD loses no event either. */
-		if (queued && (op == EPOLL_CTL_MOD || !ret)) {
+		/* The item, if there is one, still gets its events. */
+		if (!ret || op == EPOLL_CTL_MOD) {
+			if (!queued)
+				fifo_fill(_metadata, env);
 			EXPECT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0))
 				TH_LOG("allocation %d: event lost", nth);
+			if (!queued)
+				fifo_drain(_metadata, env);
 		}
 
 		close(env->epfd);

@@ -290,6 +290,7 @@ static void ep_test_snapshot(struct ep_test *t, struct ep_test_state *s)
 {
 	struct eventpoll *ep = t->ep;
 	struct ep_test_item *it;
+	struct list_head *prev;
 	struct epitem *epi;
 	struct rb_node *rbp;
 	int i, n;
@@ -314,12 +315,15 @@ static void ep_test_snapshot(struct ep_test *t, struct ep_test_state *s)
 	s->has_ep_ws = !!ep->ws;
 	s->ep_ws_active = ep->ws && ep->ws->active;
 	s->ep_ws_activations = ep->ws ? ep->ws->active_count : 0;
+	prev = &ep->rdllist;
 	list_for_each_entry(epi, &ep->rdllist, rdllink) {
 		it = ep_test_item_of(s, epi);
-		if (!it || it->on_rdllist) {
+		/* An item added twice links back to itself. */
+		if (!it || it->on_rdllist || epi->rdllink.prev != prev) {
 			s->nr_stray++;
 			break;
 		}
+		prev = &epi->rdllink;
 		it->on_rdllist = true;
 		if (s->nr_rd < EP_TEST_NR_SRC)
 			s->rd_order[s->nr_rd++] = it - s->item;
@@ -497,6 +501,8 @@ struct ep_insert_case {
 	const char *name;
 	__poll_t ready;
 	__poll_t events;
+	/* The source wakes from inside the poll of the ADD, on another CPU. */
+	bool wake_in_poll;
 };
 
 static const struct ep_insert_case ep_insert_cases[] = {
@@ -506,6 +512,8 @@ static const struct ep_insert_case ep_insert_cases[] = {
 	{ "unready", 0, EPOLLIN },
 	/* EPOLLHUP is always reported, even if not asked for */
 	{ "hup_wakeup", EPOLLHUP, EPOLLOUT | EPOLLWAKEUP },
+	/* The wakeup queues the item first: ADD must not queue it again. */
+	{ "ready_woken_during_poll", EPOLLIN, EPOLLIN | EPOLLWAKEUP, true },
 };
 
 static void ep_insert_case_desc(const struct ep_insert_case *c, char *desc)
@@ -523,6 +531,7 @@ static void eventpoll_insert_ready(struct kunit *test)
 	bool ready = !!(c->ready & (c->events | EPOLLERR | EPOLLHUP));
 
 	ep_test_set(t, 0, c->ready);
+	t->src[0].wake_in_poll = c->wake_in_poll;
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 7), 0);
 	ep_test_check(t, &s, "add");
 	KUNIT_EXPECT_PTR_NE(test, s.item[0].epi, NULL);
@@ -585,6 +594,215 @@ static void eventpoll_callback_queue(struct kunit *test)
 	ep_test_fire(t, 0, c->mask, c->key);
 	ep_test_check(t, &s, "second wakeup");
 	KUNIT_EXPECT_EQ(test, s.nr_rd, c->queued ? 1 : 0);
+}
+
+/*
+ * Waking the waiters: a task in epoll_wait() sleeps on ep->wq, a poll(2) of
+ * the epoll file or an outer epoll instance on ep->poll_wait. The test puts
+ * a waiter of its own on those queues that counts its wakeups.
+ */
+struct ep_test_waiter {
+	wait_queue_entry_t wait;
+	wait_queue_head_t *wq;
+	int nr_wakeups;
+};
+
+static int ep_test_waiter_wake(wait_queue_entry_t *wait, unsigned int mode,
+			       int sync, void *key)
+{
+	struct ep_test_waiter *w = container_of(wait, struct ep_test_waiter,
+						wait);
+
+	w->nr_wakeups++;
+	return 1;
+}
+
+static void ep_test_waiter_remove(void *data)
+{
+	struct ep_test_waiter *w = data;
+
+	remove_wait_queue(w->wq, &w->wait);
+}
+
+/*
+ * Queue an exclusive waiter on @wq, after those already there, as
+ * epoll_wait() and EPOLLEXCLUSIVE items queue theirs.
+ */
+static struct ep_test_waiter *ep_test_waiter_add(struct kunit *test,
+						 wait_queue_head_t *wq)
+{
+	struct ep_test_waiter *w = kunit_kzalloc(test, sizeof(*w), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	init_waitqueue_func_entry(&w->wait, ep_test_waiter_wake);
+	w->wq = wq;
+	add_wait_queue_exclusive(wq, &w->wait);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							ep_test_waiter_remove,
+							w), 0);
+	return w;
+}
+
+/*
+ * EPOLLEXCLUSIVE: a wakeup of the source that reaches a task waiting on
+ * the instance counts as the one exclusive wakeup, and the next exclusive
+ * waiter of the source is not woken; one that wakes nobody, or is not for
+ * the event the item waits for, lets the source wake the next waiter.
+ */
+struct ep_exclusive_case {
+	const char *name;
+	__poll_t events;
+	__poll_t key;
+	bool ep_waiter;		/* a task waits in epoll_wait() */
+	bool sync;		/* the source wakes synchronously, as sockets do */
+	bool next_woken;	/* the next waiter of the source is woken */
+};
+
+static const struct ep_exclusive_case ep_exclusive_cases[] = {
+	{ "in", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, true, false, false },
+	{ "in_sync", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, true, true, false },
+	{ "out", EPOLLOUT | EPOLLEXCLUSIVE, EPOLLOUT, true, false, false },
+	{ "in_out_item_out_key", EPOLLIN | EPOLLOUT | EPOLLEXCLUSIVE, EPOLLOUT,
+	  true, false, false },
+	{ "no_key", EPOLLIN | EPOLLEXCLUSIVE, 0, true, false, false },
+	{ "hup", EPOLLIN | EPOLLEXCLUSIVE, EPOLLHUP, true, false, false },
+	{ "no_epoll_waiter", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, false, false,
+	  true },
+	{ "in_item_out_key", EPOLLIN | EPOLLEXCLUSIVE, EPOLLOUT | EPOLLHUP,
+	  true, false, true },
+	{ "out_item_in_key", EPOLLOUT | EPOLLEXCLUSIVE, EPOLLIN | EPOLLHUP,
+	  true, false, true },
+	{ "in_out_key", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN | EPOLLOUT, true,
+	  false, true },
+	{ "not_exclusive", EPOLLIN, EPOLLIN, true, false, true },
+	{ "not_exclusive_sync", EPOLLIN, EPOLLIN, true, true, true },
+};
+
+static void ep_exclusive_case_desc(const struct ep_exclusive_case *c,
+				   char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(ep_exclusive, ep_exclusive_cases, ep_exclusive_case_desc);
+
+static void eventpoll_exclusive_wakeup(struct kunit *test)
+{
+	const struct ep_exclusive_case *c = test->param_value;
+	struct ep_test *t = test->priv;
+	struct ep_test_waiter *ep_waiter = NULL, *next;
+	struct ep_test_state s;
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 1), 0);
+	next = ep_test_waiter_add(test, &t->src[0].wq);
+	if (c->ep_waiter)
+		ep_waiter = ep_test_waiter_add(test, &t->ep->wq);
+
+	ep_test_set(t, 0, c->key ? c->key : EPOLLIN);
+	if (c->sync)
+		wake_up_interruptible_sync_poll(&t->src[0].wq, c->key);
+	else
+		wake_up_poll(&t->src[0].wq, c->key);
+
+	ep_test_check(t, &s, "wakeup");
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+	if (ep_waiter)
+		KUNIT_EXPECT_EQ(test, ep_waiter->nr_wakeups, 1);
+	KUNIT_EXPECT_EQ(test, next->nr_wakeups, c->next_woken ? 1 : 0);
+}
+
+/*
+ * POLLFREE: the queue of the source goes away. The item must unhook
+ * itself, so that nothing touches the queue when the item is removed.
+ */
+static void eventpoll_pollfree(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct eppoll_entry *pwq;
+	struct ep_test_state s;
+	struct epitem *epi;
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
+					  EPOLLIN | EPOLLWAKEUP, 1), 0);
+	KUNIT_ASSERT_FALSE(test, list_empty(&t->src[0].wq.head));
+
+	wake_up_pollfree(&t->src[0].wq);
+	KUNIT_EXPECT_TRUE(test, list_empty(&t->src[0].wq.head));
+	mutex_lock(&t->ep->mtx);
+	epi = ep_find(t->ep, t->src[0].file, t->src[0].fd);
+	pwq = epi ? epi->pwqlist : NULL;
+	KUNIT_EXPECT_NOT_NULL(test, pwq);
+	if (pwq)
+		KUNIT_EXPECT_NULL(test, READ_ONCE(pwq->whead));
+	mutex_unlock(&t->ep->mtx);
+	/* The hangup itself is an event, held like any other. */
+	ep_test_check(t, &s, "pollfree");
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 0, 0, 0), 0);
+	ep_test_check(t, &s, "del");
+}
+
+/*
+ * A scan that leaves an event on the ready list wakes the next task in
+ * epoll_wait(); one that leaves the list empty wakes nobody.
+ */
+static void eventpoll_scan_wakes_waiter(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct ep_test_waiter *waiter;
+	struct eventpoll *ep = t->ep;
+	struct ep_test_state s;
+	LIST_HEAD(batch);
+
+	ep_test_set(t, 0, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
+					  EPOLLIN | EPOLLET | EPOLLWAKEUP, 1),
+			0);
+	waiter = ep_test_waiter_add(test, &ep->wq);
+
+	/* A scan that delivers nothing puts the item back. */
+	mutex_lock(&ep->mtx);
+	ep_start_scan(ep, &batch);
+	ep_done_scan(ep, &batch);
+	__ep_test_check(t, &s, "empty scan");
+	mutex_unlock(&ep->mtx);
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+	KUNIT_EXPECT_EQ(test, waiter->nr_wakeups, 1);
+
+	/* Delivered, edge-triggered: nothing is left to wake anyone for. */
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
+	ep_test_check(t, &s, "wait");
+	KUNIT_EXPECT_EQ(test, s.nr_rd, 0);
+	KUNIT_EXPECT_EQ(test, waiter->nr_wakeups, 1);
+}
+
+/*
+ * ADD and MOD wake the pollers of the epoll file (poll(2), an outer epoll
+ * instance) when they queue the item, and only then.
+ */
+static void eventpoll_ctl_wakes_pollers(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct ep_test_waiter *poller;
+	struct ep_test_state s;
+
+	poller = ep_test_waiter_add(test, &t->ep->poll_wait);
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1), 0);
+	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 0);
+	ep_test_set(t, 0, EPOLLOUT);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, EPOLLIN, 2), 0);
+	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 0);
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, EPOLLOUT, 3), 0);
+	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 1);
+	ep_test_set(t, 1, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 1, EPOLLIN, 4), 0);
+	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 2);
+	ep_test_check(t, &s, "ctl");
+	KUNIT_EXPECT_EQ(test, s.nr_rd, 2);
 }
 
 /* Delivery: level-triggered items stay queued, the others are released */
@@ -1759,6 +1977,10 @@ static void eventpoll_random_walk(struct kunit *test)
 static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_insert_ready, ep_insert_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_callback_queue, ep_callback_gen_params),
+	KUNIT_CASE_PARAM(eventpoll_exclusive_wakeup, ep_exclusive_gen_params),
+	KUNIT_CASE(eventpoll_pollfree),
+	KUNIT_CASE(eventpoll_scan_wakes_waiter),
+	KUNIT_CASE(eventpoll_ctl_wakes_pollers),
 	KUNIT_CASE_PARAM(eventpoll_deliver_mode, ep_deliver_gen_params),
 	KUNIT_CASE(eventpoll_deliver_not_ready),
 	KUNIT_CASE(eventpoll_deliver_fault),

@@ -483,7 +483,7 @@ def cmd_report(ids):
             st = "survived"
         ran = ("kunit" if kk is not None else "") + ("+guest" if gs else "")
         note = equiv.get(mid, "")
-        if st == "survived" and mid in invisible:
+        if st in ("survived", "killed") and mid in invisible:
             note = "not user-visible: " + invisible[mid]
         rows.append((mid, g[2], g[4], st, ",".join((kk or []) + gk), g[1], g[3], ran or "none", note))
         st_count[st] = st_count.get(st, 0) + 1
@@ -502,7 +502,7 @@ def cmd_report(ids):
     gk = [r for r in g if any(":" in k and not k.startswith("kernel:") for k in r[4].split(","))]
     if g:
         print(f"guest: {len(g)} non-equivalent mutants ran, {len(gk)} killed by the kselftests")
-        vis = [r for r in g if not (r[3] == "survived" and r[0] in invisible)]
+        vis = [r for r in g if r[0] not in invisible]
         vk = [r for r in vis if r in gk]
         print(f"guest, user-visible only (not in mutants/invisible.tsv): "
               f"{len(vk)}/{len(vis)} = {100 * len(vk) / len(vis):.1f}% killed by the kselftests")

@@ -587,6 +587,46 @@ fail:
 }
 
 /*
+ * The next SQE, zeroed, with the ring's tail before it as user_data; the
+ * caller fills it in and ring_submit() submits it.
+ */
+static inline struct io_uring_sqe *ring_get_sqe(struct ring *r)
+{
+	unsigned int tail = *r->sq_tail, idx = tail & *r->sq_mask;
+	struct io_uring_sqe *sqe = &r->sqes[idx];
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->user_data = tail;
+	r->sq_array[idx] = idx;
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	return sqe;
+}
+
+/* Submit the @n SQEs last taken with ring_get_sqe(): 0 or -errno. */
+static inline int ring_submit(struct ring *r, unsigned int n)
+{
+	int res;
+
+	do {
+		res = syscall(__NR_io_uring_enter, r->fd, n, 0, 0, NULL, 0);
+	} while (res < 0 && errno == EINTR);
+	if (res < 0)
+		return -errno;
+	return res == (int)n ? 0 : -EIO;
+}
+
+/* Fill @sqe with IORING_OP_EPOLL_CTL; the event pointer is @addr. */
+static inline void ring_prep_epoll_ctl(struct io_uring_sqe *sqe, int epfd,
+				       int op, int fd, uint64_t addr)
+{
+	sqe->opcode = IORING_OP_EPOLL_CTL;
+	sqe->fd = epfd;
+	sqe->off = fd;
+	sqe->len = op;
+	sqe->addr = addr;
+}
+
+/*
  * Submit one IORING_OP_EPOLL_CTL without waiting for it: 0 or -errno. The
  * event pointer (sqe->addr) is @addr, 64 bits even for a 32-bit caller.
  * With @async the SQE has IOSQE_ASYNC: the request runs in io-wq.
@@ -594,30 +634,11 @@ fail:
 static inline int ring_submit_epoll_ctl_addr(struct ring *r, int epfd, int op,
 					     int fd, uint64_t addr, bool async)
 {
-	struct io_uring_sqe *sqe;
-	unsigned int tail, idx;
-	int res;
+	struct io_uring_sqe *sqe = ring_get_sqe(r);
 
-	tail = *r->sq_tail;
-	idx = tail & *r->sq_mask;
-	sqe = &r->sqes[idx];
-	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_EPOLL_CTL;
+	ring_prep_epoll_ctl(sqe, epfd, op, fd, addr);
 	sqe->flags = async ? IOSQE_ASYNC : 0;
-	sqe->fd = epfd;
-	sqe->off = fd;
-	sqe->len = op;
-	sqe->addr = addr;
-	sqe->user_data = tail;
-	r->sq_array[idx] = idx;
-	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-
-	do {
-		res = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
-	} while (res < 0 && errno == EINTR);
-	if (res < 0)
-		return -errno;
-	return res == 1 ? 0 : -EIO;
+	return ring_submit(r, 1);
 }
 
 /* Submit one IORING_OP_EPOLL_CTL with @event without waiting for it. */
@@ -636,10 +657,10 @@ static inline bool ring_cqe_ready(struct ring *r)
 }
 
 /*
- * Wait for the completion of the one request in flight and consume it:
- * its result, or INT_MIN if something else completed.
+ * Wait for a completion and consume it: its result, its user_data in
+ * *@user_data; INT_MIN if none came.
  */
-static inline int ring_wait_cqe(struct ring *r)
+static inline int ring_reap(struct ring *r, uint64_t *user_data)
 {
 	unsigned int head;
 	int res;
@@ -648,15 +669,27 @@ static inline int ring_wait_cqe(struct ring *r)
 		res = syscall(__NR_io_uring_enter, r->fd, 0, 1,
 			      IORING_ENTER_GETEVENTS, NULL, 0);
 	} while (res < 0 && errno == EINTR);
+	*user_data = UINT64_MAX;
 	if (res < 0 || !ring_cqe_ready(r))
 		return INT_MIN;
 
 	head = *r->cq_head;
 	res = r->cqes[head & *r->cq_mask].res;
-	if (r->cqes[head & *r->cq_mask].user_data != *r->sq_tail - 1)
-		res = INT_MIN;
+	*user_data = r->cqes[head & *r->cq_mask].user_data;
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return res;
+}
+
+/*
+ * Wait for the completion of the one request in flight and consume it:
+ * its result, or INT_MIN if something else completed.
+ */
+static inline int ring_wait_cqe(struct ring *r)
+{
+	uint64_t user_data;
+	int res = ring_reap(r, &user_data);
+
+	return user_data == *r->sq_tail - 1 ? res : INT_MIN;
 }
 
 /*

@@ -1553,6 +1553,12 @@ TEST_F(ctl_enomem, mod_adding_epollwakeup_to_queued_item)
 			   true));
 }
 
+/* A MOD that asks for no wakeup source allocates nothing: it cannot fail. */
+TEST_F(ctl_enomem, mod_without_epollwakeup)
+{
+	EXPECT_EQ(0, SWEEP(EPOLL_CTL_MOD, EPOLLIN, EPOLLIN | EPOLLET, false));
+}
+
 /*
  * The life of the source of an item with EPOLLWAKEUP:
  *
@@ -2032,6 +2038,185 @@ TEST(poll_of_epfd_reports_pollin_rdnorm_only_while_an_item_is_ready)
 	EXPECT_EQ(1, epoll_wait(epfd, &ev, 1, 0));
 	close(efd);
 	close(epfd);
+}
+
+/*
+ * Wakeup paths. One wakeup of a file can cascade through every epoll
+ * instance that watches it, directly or nested; the kernel bounds the
+ * number of such paths by their length, and a path of three links (file
+ * -> epoll -> epoll -> epoll) may be taken by at most 100 instances. The
+ * ADD that would make the 101st fails with EINVAL and registers nothing.
+ *
+ *	top --> mid --> ep[0..100] --> pipe
+ */
+#define THREE_LINK_PATHS 100
+
+TEST(add_beyond_wakeup_path_limit_fails)
+{
+	int top, mid, pipefd[2], ep[THREE_LINK_PATHS + 1];
+	int i, n = 0;
+
+	top = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, top);
+	mid = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, mid);
+	ASSERT_EQ(0, ctl(top, EPOLL_CTL_ADD, mid, EPOLLIN, 0));
+	ASSERT_EQ(0, pipe2(pipefd, O_CLOEXEC));
+	for (n = 0; n <= THREE_LINK_PATHS; n++) {
+		ep[n] = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, ep[n]);
+		ASSERT_EQ(0, ctl(mid, EPOLL_CTL_ADD, ep[n], EPOLLIN, n));
+	}
+	for (i = 0; i < THREE_LINK_PATHS; i++)
+		ASSERT_EQ(0, ctl(ep[i], EPOLL_CTL_ADD, pipefd[0], EPOLLIN, i));
+
+	EXPECT_EQ(-1, ctl(ep[i], EPOLL_CTL_ADD, pipefd[0], EPOLLIN, i));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(ep[i], pipefd[0], NULL, NULL));
+	/* One path fewer, and the same ADD succeeds. */
+	ASSERT_EQ(0, ctl(ep[0], EPOLL_CTL_DEL, pipefd[0], 0, 0));
+	EXPECT_EQ(0, ctl(ep[i], EPOLL_CTL_ADD, pipefd[0], EPOLLIN, i));
+	EXPECT_EQ(0, fdinfo_epoll_item(ep[i], pipefd[0], NULL, NULL));
+
+	for (i = 0; i < n; i++)
+		close(ep[i]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(mid);
+	close(top);
+}
+
+/*
+ * IORING_OP_EPOLL_CTL in an io_uring link. It takes its arguments from
+ * fd, len, off and addr of the SQE and uses no buffer: a buffer index or a
+ * splice fd fails the request with EINVAL before it does anything. A
+ * request that fails, at preparation or when it runs, cancels the request
+ * linked after it (IOSQE_IO_LINK); one that succeeds lets it run.
+ */
+FIXTURE(uring_link) {
+	struct ring ring;
+	int epfd;
+	int pipefd[2];
+};
+
+FIXTURE_VARIANT(uring_link) {
+	int op;
+	bool registered;	/* the pipe is in the instance before */
+	uint16_t buf_index;
+	int32_t splice_fd_in;
+	int expected;		/* result of the EPOLL_CTL request */
+};
+
+FIXTURE_VARIANT_ADD(uring_link, add) {
+	.op = EPOLL_CTL_ADD,
+	.expected = 0,
+};
+
+FIXTURE_VARIANT_ADD(uring_link, add_registered) {
+	.op = EPOLL_CTL_ADD,
+	.registered = true,
+	.expected = -EEXIST,
+};
+
+FIXTURE_VARIANT_ADD(uring_link, del) {
+	.op = EPOLL_CTL_DEL,
+	.registered = true,
+	.expected = 0,
+};
+
+FIXTURE_VARIANT_ADD(uring_link, del_unregistered) {
+	.op = EPOLL_CTL_DEL,
+	.expected = -ENOENT,
+};
+
+FIXTURE_VARIANT_ADD(uring_link, add_with_buf_index) {
+	.op = EPOLL_CTL_ADD,
+	.buf_index = 1,
+	.expected = -EINVAL,
+};
+
+FIXTURE_VARIANT_ADD(uring_link, add_with_splice_fd_in) {
+	.op = EPOLL_CTL_ADD,
+	.splice_fd_in = 1,
+	.expected = -EINVAL,
+};
+
+FIXTURE_SETUP(uring_link)
+{
+	int ret;
+
+	self->ring.fd = -1;
+	self->pipefd[0] = -1;
+	self->pipefd[1] = -1;
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	ASSERT_EQ(0, pipe2(self->pipefd, O_CLOEXEC));
+	/* The sysctl exists whenever the kernel has io_uring. */
+	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+		SKIP(return, "kernel built without io_uring");
+	ret = ring_init(&self->ring);
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(uring_link)
+{
+	ring_exit(&self->ring);
+	if (self->pipefd[0] >= 0) {
+		close(self->pipefd[0]);
+		close(self->pipefd[1]);
+	}
+	close(self->epfd);
+}
+
+TEST_F(uring_link, failed_epoll_ctl_cancels_the_linked_request)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 2 };
+	int res[2] = { INT_MIN, INT_MIN };
+	struct io_uring_sqe *sqe;
+	uint64_t tag, first;
+	bool registered;
+	int i, n;
+
+	if (variant->registered)
+		ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->pipefd[0],
+				 EPOLLIN, 1));
+	/*
+	 * A request before, whose arguments a request that fails at
+	 * preparation must not run with (io_uring reuses requests).
+	 */
+	ASSERT_EQ(0, ring_epoll_ctl(&self->ring, self->epfd, EPOLL_CTL_ADD,
+				    self->pipefd[1], &ev, false));
+	sqe = ring_get_sqe(&self->ring);
+	first = sqe->user_data;
+	ring_prep_epoll_ctl(sqe, self->epfd, variant->op, self->pipefd[0],
+			    (uintptr_t)&ev);
+	sqe->flags = IOSQE_IO_LINK;
+	sqe->buf_index = variant->buf_index;
+	sqe->splice_fd_in = variant->splice_fd_in;
+	ring_get_sqe(&self->ring)->opcode = IORING_OP_NOP;
+	ASSERT_EQ(0, ring_submit(&self->ring, 2));
+
+	for (n = 0; n < 2; n++) {
+		int r = ring_reap(&self->ring, &tag);
+
+		ASSERT_NE(INT_MIN, r);
+		i = tag - first;
+		ASSERT_TRUE(i == 0 || i == 1) TH_LOG("user_data %llu",
+						     (unsigned long long)tag);
+		res[i] = r;
+	}
+	EXPECT_EQ(variant->expected, res[0]);
+	EXPECT_EQ(variant->expected ? -ECANCELED : 0, res[1]);
+
+	/* A failed request changed nothing. */
+	if (variant->expected)
+		registered = variant->registered;
+	else
+		registered = variant->op == EPOLL_CTL_ADD;
+	EXPECT_EQ(registered ? 0 : -ENOENT,
+		  fdinfo_epoll_item(self->epfd, self->pipefd[0], NULL, NULL));
 }
 
 TEST_HARNESS_MAIN

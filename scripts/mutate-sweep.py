@@ -506,6 +506,10 @@ def cmd_report(ids):
         vk = [r for r in vis if r in gk]
         print(f"guest, user-visible only (not in mutants/invisible.tsv): "
               f"{len(vk)}/{len(vis)} = {100 * len(vk) / len(vis):.1f}% killed by the kselftests")
+        # A crash, KASAN report or hang they trigger fails make check too.
+        vr = [r for r in vis if any(":" in k or k == "crash-or-hang" for k in r[4].split(","))]
+        print(f"guest, user-visible only, kselftests or the kernel reports they trigger: "
+              f"{len(vr)}/{len(vis)} = {100 * len(vr) / len(vis):.1f}%")
     by_op = {}
     for r in rows:
         d = by_op.setdefault(r[2], {})

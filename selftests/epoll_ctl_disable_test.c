@@ -984,6 +984,22 @@ static void contend_by_scanning(struct __test_metadata *_metadata,
 }
 
 /*
+ * A worker names itself when it first runs, which can be some time after
+ * io_uring handed it the request: give it up to @timeout_ms to show up.
+ */
+static bool wait_io_wq_worker(int timeout_ms)
+{
+	int64_t deadline = __monotonic_ms() + timeout_ms;
+
+	while (!have_io_wq_worker()) {
+		if (__monotonic_ms() >= deadline)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
  * The nonblocking attempt of an inline submission finds ep->mtx held by
  * the holder: it must change nothing and return -EAGAIN, and io_uring
  * must retry the request blocking from io-wq, where it waits for ep->mtx.
@@ -1024,7 +1040,7 @@ TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
 	} else {
 		EXPECT_FALSE(ring_cqe_ready(&self->ring))
 			TH_LOG("completed although ep->mtx was held");
-		EXPECT_TRUE(have_io_wq_worker())
+		EXPECT_TRUE(wait_io_wq_worker(5000))
 			TH_LOG("the submission was not retried from io-wq");
 	}
 	EXPECT_EQ(1, mtx_holder_release(&h));

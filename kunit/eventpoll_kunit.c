@@ -516,12 +516,7 @@ static const struct ep_insert_case ep_insert_cases[] = {
 	{ "ready_woken_during_poll", EPOLLIN, EPOLLIN | EPOLLWAKEUP, true },
 };
 
-static void ep_insert_case_desc(const struct ep_insert_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_insert, ep_insert_cases, ep_insert_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_insert, ep_insert_cases, name);
 
 static void eventpoll_insert_ready(struct kunit *test)
 {
@@ -566,13 +561,7 @@ static const struct ep_callback_case ep_callback_cases[] = {
 	{ "oneshot", EPOLLIN | EPOLLONESHOT, EPOLLIN, EPOLLIN, true },
 };
 
-static void ep_callback_case_desc(const struct ep_callback_case *c,
-				  char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_callback, ep_callback_cases, ep_callback_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_callback, ep_callback_cases, name);
 
 static void eventpoll_callback_queue(struct kunit *test)
 {
@@ -678,13 +667,7 @@ static const struct ep_exclusive_case ep_exclusive_cases[] = {
 	{ "not_exclusive_sync", EPOLLIN, EPOLLIN, true, true, true },
 };
 
-static void ep_exclusive_case_desc(const struct ep_exclusive_case *c,
-				   char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_exclusive, ep_exclusive_cases, ep_exclusive_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_exclusive, ep_exclusive_cases, name);
 
 static void eventpoll_exclusive_wakeup(struct kunit *test)
 {
@@ -821,12 +804,7 @@ static const struct ep_deliver_case ep_deliver_cases[] = {
 	{ "oneshot_edge", EPOLLONESHOT | EPOLLET, false, false },
 };
 
-static void ep_deliver_case_desc(const struct ep_deliver_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_deliver, ep_deliver_cases, ep_deliver_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_deliver, ep_deliver_cases, name);
 
 static void eventpoll_deliver_mode(struct kunit *test)
 {
@@ -1079,14 +1057,7 @@ static const struct ep_scan_deliver_case ep_scan_deliver_cases[] = {
 	{ "no_wakeup_source", EPOLLIN | EPOLLONESHOT, false },
 };
 
-static void ep_scan_deliver_case_desc(const struct ep_scan_deliver_case *c,
-				      char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_scan_deliver, ep_scan_deliver_cases,
-		  ep_scan_deliver_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_scan_deliver, ep_scan_deliver_cases, name);
 
 static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 {
@@ -1183,12 +1154,7 @@ static const struct ep_modify_case ep_modify_cases[] = {
 	  EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, true },
 };
 
-static void ep_modify_case_desc(const struct ep_modify_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_modify, ep_modify_cases, ep_modify_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_modify, ep_modify_cases, name);
 
 static void eventpoll_modify_wakeup(struct kunit *test)
 {
@@ -1231,12 +1197,7 @@ static const struct ep_remove_case ep_remove_cases[] = {
 	{ "queued", EPOLLIN, EPOLLIN },
 };
 
-static void ep_remove_case_desc(const struct ep_remove_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_remove, ep_remove_cases, ep_remove_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_remove, ep_remove_cases, name);
 
 static void eventpoll_remove_item(struct kunit *test)
 {
@@ -1275,12 +1236,7 @@ static const struct ep_cap_case ep_cap_cases[] = {
 	{ "mod_nocap", EPOLL_CTL_MOD, false },
 };
 
-static void ep_cap_case_desc(const struct ep_cap_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_cap, ep_cap_cases, ep_cap_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_cap, ep_cap_cases, name);
 
 static void eventpoll_wakeup_capability(struct kunit *test)
 {
@@ -1354,12 +1310,7 @@ static const struct ep_alloc_case ep_alloc_cases[] = {
 	  0, 0 },
 };
 
-static void ep_alloc_case_desc(const struct ep_alloc_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_alloc, ep_alloc_cases, ep_alloc_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_alloc, ep_alloc_cases, name);
 
 static void eventpoll_wakeup_alloc_failure(struct kunit *test)
 {
@@ -1432,12 +1383,7 @@ static const struct ep_disable_case ep_disable_cases[] = {
 	{ "unregistered", false, 0, EPOLLIN, false, -ENOENT },
 };
 
-static void ep_disable_case_desc(const struct ep_disable_case *c, char *desc)
-{
-	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
-}
-
-KUNIT_ARRAY_PARAM(ep_disable, ep_disable_cases, ep_disable_case_desc);
+KUNIT_ARRAY_PARAM_DESC(ep_disable, ep_disable_cases, name);
 
 /* After the DISABLE: item 0 untouched on an error, else disarmed and released. */
 static noinline_for_stack void

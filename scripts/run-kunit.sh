@@ -38,10 +38,6 @@ Exit status: 0 when every test passed or none exists, 1 otherwise.
 EOF
 }
 
-# kunit.py's UML defaults enable PCI over virtio without a device ID; on
-# 6.12 that WARNs at every boot, and a WARN fails the run. No case here
-# needs PCI, so it is switched off (--kconfig_add below).
-
 # Fail unless the skipped cases of the KTAP log @1 are all in NOPM_MAY_SKIP.
 check_nopm_skips() {
 	local log=$1 bad
@@ -91,7 +87,7 @@ main() {
 		./tools/testing/kunit/kunit.py run --kunitconfig="$KUNITCONFIG" \
 		--build_dir="$build" --jobs="$JOBS" \
 		--make_options="CC=$KCC" --json="$RESULTS_DIR/$name.json" \
-		--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n "${nopm[@]}") ||
+		"${KUNIT_KCONFIG_ADD[@]}" "${nopm[@]}") ||
 		rc=$?
 	cp "$build/test.log" "$RESULTS_DIR/$name.log" 2>/dev/null || true
 	[ "$rc" -ne 0 ] || [ "${#nopm[@]}" -eq 0 ] ||

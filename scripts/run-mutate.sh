@@ -82,7 +82,7 @@ prepare_kunit() {
 	(cd "$MUT_OUT/linux" && with_timeout 3000 kunit.py \
 		./tools/testing/kunit/kunit.py build --kunitconfig="$KUNITCONFIG" \
 		--build_dir="$MUT_OUT/build/kunit-uml" --jobs="$JOBS" \
-		--make_options="CC=$KCC" --kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n)
+		--make_options="CC=$KCC" "${KUNIT_KCONFIG_ADD[@]}")
 }
 
 prepare() {

@@ -1052,6 +1052,117 @@ TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
 	EXPECT_EQ(dcase_events(&self->sys), dcase_events(&self->uring));
 }
 
+struct nested_adder {
+	int epfd;		/* the instance the epoll fd is added to */
+	int fd;			/* the epoll fd added */
+	atomic_int tid;		/* the thread's, once it runs */
+	int result;		/* its epoll_ctl(), or -errno */
+};
+
+static void *nested_adder_fn(void *arg)
+{
+	struct nested_adder *a = arg;
+
+	atomic_store(&a->tid, syscall(__NR_gettid));
+	a->result = ctl_add(a->epfd, a->fd, EPOLLIN, 0);
+	return NULL;
+}
+
+/* True once thread @tid of this process sleeps uninterruptibly. */
+static bool thread_in_d_state(int tid, int timeout_ms)
+{
+	int64_t deadline = __monotonic_ms() + timeout_ms;
+	char path[64], buf[512], *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	do {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		state = strrchr(buf, ')');
+		if (state && state[1] == ' ' && state[2] == 'D')
+			return true;
+		usleep(1000);
+	} while (__monotonic_ms() < deadline);
+	return false;
+}
+
+/*
+ * EPOLL_CTL_ADD of an epoll fd checks for loops under epnested_mutex, and
+ * an inline IORING_OP_EPOLL_CTL must not wait for that mutex: when another
+ * ADD holds it, the nonblocking attempt gives up, changes nothing, and the
+ * request is retried from io-wq. The other ADD is made to hold it: its
+ * loop check walks an instance whose ep->mtx the holder has.
+ */
+TEST(uring_add_of_epoll_fd_waits_for_loop_check)
+{
+	struct nested_adder adder = { .tid = 0 };
+	struct epoll_event ev = { .events = EPOLLIN };
+	int held, outer, epfd, inner, ret;
+	struct mtx_holder h;
+	struct ring ring;
+	pthread_t thread;
+
+	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+		SKIP(return, "kernel built without io_uring");
+	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK))
+		SKIP(return, "kernel built without userfaultfd");
+	ret = ring_init(&ring);
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret);
+
+	held = epoll_create1(EPOLL_CLOEXEC);
+	outer = epoll_create1(EPOLL_CLOEXEC);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, held);
+	ASSERT_LE(0, outer);
+	ASSERT_LE(0, epfd);
+	ASSERT_LE(0, inner);
+	ret = mtx_holder_start(&h, held);
+	if (ret == -EPERM)
+		SKIP(return, "userfaultfd may not serve kernel faults");
+	ASSERT_EQ(0, ret);
+
+	adder.epfd = outer;
+	adder.fd = held;
+	ASSERT_EQ(0, pthread_create(&thread, NULL, nested_adder_fn, &adder));
+	while (!atomic_load(&adder.tid))
+		usleep(1000);
+	/* Asleep in ep_loop_check() on ep->mtx of @held, epnested_mutex held. */
+	EXPECT_TRUE(thread_in_d_state(atomic_load(&adder.tid), 5000))
+		TH_LOG("the other ADD did not block in its loop check");
+
+	ret = ring_submit_epoll_ctl(&ring, epfd, EPOLL_CTL_ADD, inner, &ev,
+				    false);
+	EXPECT_FALSE(ring_cqe_ready(&ring))
+		TH_LOG("completed although epnested_mutex was held");
+	EXPECT_TRUE(wait_io_wq_worker(5000))
+		TH_LOG("the submission was not retried from io-wq");
+	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(epfd, inner, NULL, NULL));
+
+	EXPECT_EQ(1, mtx_holder_release(&h));
+	pthread_join(thread, NULL);
+	EXPECT_EQ(0, adder.result);
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(0, ring_wait_cqe(&ring));
+	EXPECT_EQ(0, fdinfo_epoll_item(epfd, inner, NULL, NULL));
+
+	ring_exit(&ring);
+	close(inner);
+	close(epfd);
+	close(outer);
+	close(held);
+}
+
 /*
  * The use case: worker threads in epoll_wait() on EPOLLONESHOT items whose
  * data.ptr points at per-item state, while another thread deletes the

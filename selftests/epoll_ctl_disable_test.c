@@ -1052,19 +1052,37 @@ TEST_F_TIMEOUT(uring, contended_submission_matches_syscall, 60)
 	EXPECT_EQ(dcase_events(&self->sys), dcase_events(&self->uring));
 }
 
-struct nested_adder {
+/*
+ * A thread that adds an epoll fd to an instance: with epoll_ctl(), or
+ * with an inline IORING_OP_EPOLL_CTL when it has a ring. io_uring cancels
+ * the requests of a task that exits, so a submitter lives until told.
+ */
+struct adder {
+	struct ring *ring;	/* NULL: epoll_ctl() */
 	int epfd;		/* the instance the epoll fd is added to */
 	int fd;			/* the epoll fd added */
 	atomic_int tid;		/* the thread's, once it runs */
-	int result;		/* its epoll_ctl(), or -errno */
+	atomic_bool returned;	/* epoll_ctl() or the submission returned */
+	atomic_bool may_exit;
+	int result;		/* epoll_ctl()'s or the submission's */
+	pthread_t thread;
 };
 
-static void *nested_adder_fn(void *arg)
+static void *adder_fn(void *arg)
 {
-	struct nested_adder *a = arg;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct adder *a = arg;
 
 	atomic_store(&a->tid, syscall(__NR_gettid));
-	a->result = ctl_add(a->epfd, a->fd, EPOLLIN, 0);
+	if (a->ring)
+		a->result = ring_submit_epoll_ctl(a->ring, a->epfd,
+						  EPOLL_CTL_ADD, a->fd, &ev,
+						  false);
+	else
+		a->result = ctl_add(a->epfd, a->fd, EPOLLIN, 0);
+	atomic_store(&a->returned, true);
+	while (a->ring && !atomic_load(&a->may_exit))
+		usleep(1000);
 	return NULL;
 }
 
@@ -1095,6 +1113,48 @@ static bool thread_in_d_state(int tid, int timeout_ms)
 }
 
 /*
+ * Start the adder; true once it sleeps on a mutex, which the callers
+ * arrange to be the ep->mtx that a holder keeps, met in the loop check.
+ */
+static bool adder_start_and_block(struct adder *a)
+{
+	if (pthread_create(&a->thread, NULL, adder_fn, a))
+		return false;
+	while (!atomic_load(&a->tid))
+		usleep(1000);
+	return thread_in_d_state(atomic_load(&a->tid), 5000);
+}
+
+/* Wait up to @timeout_ms for the adder's call to return. */
+static bool adder_returned(struct adder *a, int timeout_ms)
+{
+	int64_t deadline = __monotonic_ms() + timeout_ms;
+
+	while (!atomic_load(&a->returned)) {
+		if (__monotonic_ms() >= deadline)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+static void adder_stop(struct adder *a)
+{
+	atomic_store(&a->may_exit, true);
+	pthread_join(a->thread, NULL);
+}
+
+/* NULL if the kernel has io_uring and userfaultfd, else what it lacks. */
+static const char *uring_uffd_missing(void)
+{
+	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
+		return "kernel built without io_uring";
+	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK))
+		return "kernel built without userfaultfd";
+	return NULL;
+}
+
+/*
  * EPOLL_CTL_ADD of an epoll fd checks for loops under epnested_mutex, and
  * an inline IORING_OP_EPOLL_CTL must not wait for that mutex: when another
  * ADD holds it, the nonblocking attempt gives up, changes nothing, and the
@@ -1103,22 +1163,19 @@ static bool thread_in_d_state(int tid, int timeout_ms)
  */
 TEST(uring_add_of_epoll_fd_waits_for_loop_check)
 {
-	struct nested_adder adder = { .tid = 0 };
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct adder adder = { .ring = NULL };
+	const char *missing = uring_uffd_missing();
 	int held, outer, epfd, inner, ret;
+	struct epoll_event ev = { .events = EPOLLIN };
 	struct mtx_holder h;
 	struct ring ring;
-	pthread_t thread;
 
-	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
-		SKIP(return, "kernel built without io_uring");
-	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK))
-		SKIP(return, "kernel built without userfaultfd");
+	if (missing)
+		SKIP(return, "%s", missing);
 	ret = ring_init(&ring);
 	if (ret == -EPERM)
 		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
 	ASSERT_EQ(0, ret);
-
 	held = epoll_create1(EPOLL_CLOEXEC);
 	outer = epoll_create1(EPOLL_CLOEXEC);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1134,11 +1191,7 @@ TEST(uring_add_of_epoll_fd_waits_for_loop_check)
 
 	adder.epfd = outer;
 	adder.fd = held;
-	ASSERT_EQ(0, pthread_create(&thread, NULL, nested_adder_fn, &adder));
-	while (!atomic_load(&adder.tid))
-		usleep(1000);
-	/* Asleep in ep_loop_check() on ep->mtx of @held, epnested_mutex held. */
-	EXPECT_TRUE(thread_in_d_state(atomic_load(&adder.tid), 5000))
+	EXPECT_TRUE(adder_start_and_block(&adder))
 		TH_LOG("the other ADD did not block in its loop check");
 
 	ret = ring_submit_epoll_ctl(&ring, epfd, EPOLL_CTL_ADD, inner, &ev,
@@ -1150,7 +1203,7 @@ TEST(uring_add_of_epoll_fd_waits_for_loop_check)
 	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(epfd, inner, NULL, NULL));
 
 	EXPECT_EQ(1, mtx_holder_release(&h));
-	pthread_join(thread, NULL);
+	adder_stop(&adder);
 	EXPECT_EQ(0, adder.result);
 	ASSERT_EQ(0, ret);
 	EXPECT_EQ(0, ring_wait_cqe(&ring));
@@ -1161,6 +1214,59 @@ TEST(uring_add_of_epoll_fd_waits_for_loop_check)
 	close(epfd);
 	close(outer);
 	close(held);
+}
+
+/*
+ * The same request drops ep->mtx of its instance for the loop check and
+ * takes it again after, nonblocking as well: if it was taken meanwhile,
+ * the request must give up then, change nothing, and be retried from
+ * io-wq. Here the request itself sleeps in its loop check, on ep->mtx of
+ * the epoll fd it adds, while a second holder takes its instance's.
+ */
+TEST(uring_add_of_epoll_fd_waits_for_instance_after_loop_check)
+{
+	const char *missing = uring_uffd_missing();
+	struct mtx_holder in_check, after;
+	struct adder adder;
+	struct ring ring;
+	int epfd, inner, ret;
+
+	if (missing)
+		SKIP(return, "%s", missing);
+	ret = ring_init(&ring);
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	ASSERT_LE(0, inner);
+	ret = mtx_holder_start(&in_check, inner);
+	if (ret == -EPERM)
+		SKIP(return, "userfaultfd may not serve kernel faults");
+	ASSERT_EQ(0, ret);
+
+	adder = (struct adder){ .ring = &ring, .epfd = epfd, .fd = inner };
+	ASSERT_TRUE(adder_start_and_block(&adder))
+		TH_LOG("the submission did not block in its loop check");
+	/* The request holds no ep->mtx now: the holder takes epfd's. */
+	ASSERT_EQ(0, mtx_holder_start(&after, epfd));
+	EXPECT_EQ(1, mtx_holder_release(&in_check));
+	ASSERT_TRUE(adder_returned(&adder, 5000));
+	ASSERT_EQ(0, adder.result);
+	EXPECT_FALSE(ring_cqe_ready(&ring))
+		TH_LOG("completed although ep->mtx was held");
+	EXPECT_TRUE(wait_io_wq_worker(5000))
+		TH_LOG("the submission was not retried from io-wq");
+
+	EXPECT_EQ(1, mtx_holder_release(&after));
+	EXPECT_EQ(0, ring_wait_cqe(&ring));
+	adder_stop(&adder);
+	EXPECT_EQ(0, fdinfo_epoll_item(epfd, inner, NULL, NULL));
+
+	ring_exit(&ring);
+	close(inner);
+	close(epfd);
 }
 
 /*

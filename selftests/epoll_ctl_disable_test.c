@@ -1144,14 +1144,40 @@ static void adder_stop(struct adder *a)
 	pthread_join(a->thread, NULL);
 }
 
-/* NULL if the kernel has io_uring and userfaultfd, else what it lacks. */
-static const char *uring_uffd_missing(void)
+/*
+ * An inline IORING_OP_EPOLL_CTL adding the epoll fd @inner to @epfd, while
+ * others, through the userfaultfd holder, keep the mutexes of its loop
+ * check.
+ */
+FIXTURE(uring_loop_check) {
+	struct ring ring;
+	int epfd;
+	int inner;
+};
+
+FIXTURE_SETUP(uring_loop_check)
 {
+	int ret;
+
 	if (access("/proc/sys/kernel/io_uring_disabled", F_OK))
-		return "kernel built without io_uring";
+		SKIP(return, "kernel built without io_uring");
 	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK))
-		return "kernel built without userfaultfd";
-	return NULL;
+		SKIP(return, "kernel built without userfaultfd");
+	ret = ring_init(&self->ring);
+	if (ret == -EPERM)
+		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
+	ASSERT_EQ(0, ret);
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->inner);
+}
+
+FIXTURE_TEARDOWN(uring_loop_check)
+{
+	close(self->inner);
+	close(self->epfd);
+	ring_exit(&self->ring);
 }
 
 /*
@@ -1161,29 +1187,17 @@ static const char *uring_uffd_missing(void)
  * request is retried from io-wq. The other ADD is made to hold it: its
  * loop check walks an instance whose ep->mtx the holder has.
  */
-TEST(uring_add_of_epoll_fd_waits_for_loop_check)
+TEST_F(uring_loop_check, add_waits_for_epnested_mutex)
 {
-	struct adder adder = { .ring = NULL };
-	const char *missing = uring_uffd_missing();
-	int held, outer, epfd, inner, ret;
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct adder adder = { .ring = NULL };
 	struct mtx_holder h;
-	struct ring ring;
+	int held, outer, ret;
 
-	if (missing)
-		SKIP(return, "%s", missing);
-	ret = ring_init(&ring);
-	if (ret == -EPERM)
-		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
-	ASSERT_EQ(0, ret);
 	held = epoll_create1(EPOLL_CLOEXEC);
-	outer = epoll_create1(EPOLL_CLOEXEC);
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	inner = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, held);
+	outer = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, outer);
-	ASSERT_LE(0, epfd);
-	ASSERT_LE(0, inner);
 	ret = mtx_holder_start(&h, held);
 	if (ret == -EPERM)
 		SKIP(return, "userfaultfd may not serve kernel faults");
@@ -1194,24 +1208,22 @@ TEST(uring_add_of_epoll_fd_waits_for_loop_check)
 	EXPECT_TRUE(adder_start_and_block(&adder))
 		TH_LOG("the other ADD did not block in its loop check");
 
-	ret = ring_submit_epoll_ctl(&ring, epfd, EPOLL_CTL_ADD, inner, &ev,
-				    false);
-	EXPECT_FALSE(ring_cqe_ready(&ring))
+	ret = ring_submit_epoll_ctl(&self->ring, self->epfd, EPOLL_CTL_ADD,
+				    self->inner, &ev, false);
+	EXPECT_FALSE(ring_cqe_ready(&self->ring))
 		TH_LOG("completed although epnested_mutex was held");
 	EXPECT_TRUE(wait_io_wq_worker(5000))
 		TH_LOG("the submission was not retried from io-wq");
-	EXPECT_EQ(-ENOENT, fdinfo_epoll_item(epfd, inner, NULL, NULL));
+	EXPECT_EQ(-ENOENT,
+		  fdinfo_epoll_item(self->epfd, self->inner, NULL, NULL));
 
 	EXPECT_EQ(1, mtx_holder_release(&h));
 	adder_stop(&adder);
 	EXPECT_EQ(0, adder.result);
 	ASSERT_EQ(0, ret);
-	EXPECT_EQ(0, ring_wait_cqe(&ring));
-	EXPECT_EQ(0, fdinfo_epoll_item(epfd, inner, NULL, NULL));
+	EXPECT_EQ(0, ring_wait_cqe(&self->ring));
+	EXPECT_EQ(0, fdinfo_epoll_item(self->epfd, self->inner, NULL, NULL));
 
-	ring_exit(&ring);
-	close(inner);
-	close(epfd);
 	close(outer);
 	close(held);
 }
@@ -1223,50 +1235,35 @@ TEST(uring_add_of_epoll_fd_waits_for_loop_check)
  * io-wq. Here the request itself sleeps in its loop check, on ep->mtx of
  * the epoll fd it adds, while a second holder takes its instance's.
  */
-TEST(uring_add_of_epoll_fd_waits_for_instance_after_loop_check)
+TEST_F(uring_loop_check, add_waits_for_instance_after_the_check)
 {
-	const char *missing = uring_uffd_missing();
+	struct adder adder = {
+		.ring = &self->ring, .epfd = self->epfd, .fd = self->inner,
+	};
 	struct mtx_holder in_check, after;
-	struct adder adder;
-	struct ring ring;
-	int epfd, inner, ret;
+	int ret;
 
-	if (missing)
-		SKIP(return, "%s", missing);
-	ret = ring_init(&ring);
-	if (ret == -EPERM)
-		SKIP(return, "io_uring disabled (kernel.io_uring_disabled)");
-	ASSERT_EQ(0, ret);
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	inner = epoll_create1(EPOLL_CLOEXEC);
-	ASSERT_LE(0, epfd);
-	ASSERT_LE(0, inner);
-	ret = mtx_holder_start(&in_check, inner);
+	ret = mtx_holder_start(&in_check, self->inner);
 	if (ret == -EPERM)
 		SKIP(return, "userfaultfd may not serve kernel faults");
 	ASSERT_EQ(0, ret);
 
-	adder = (struct adder){ .ring = &ring, .epfd = epfd, .fd = inner };
 	ASSERT_TRUE(adder_start_and_block(&adder))
 		TH_LOG("the submission did not block in its loop check");
 	/* The request holds no ep->mtx now: the holder takes epfd's. */
-	ASSERT_EQ(0, mtx_holder_start(&after, epfd));
+	ASSERT_EQ(0, mtx_holder_start(&after, self->epfd));
 	EXPECT_EQ(1, mtx_holder_release(&in_check));
 	ASSERT_TRUE(adder_returned(&adder, 5000));
 	ASSERT_EQ(0, adder.result);
-	EXPECT_FALSE(ring_cqe_ready(&ring))
+	EXPECT_FALSE(ring_cqe_ready(&self->ring))
 		TH_LOG("completed although ep->mtx was held");
 	EXPECT_TRUE(wait_io_wq_worker(5000))
 		TH_LOG("the submission was not retried from io-wq");
 
 	EXPECT_EQ(1, mtx_holder_release(&after));
-	EXPECT_EQ(0, ring_wait_cqe(&ring));
+	EXPECT_EQ(0, ring_wait_cqe(&self->ring));
 	adder_stop(&adder);
-	EXPECT_EQ(0, fdinfo_epoll_item(epfd, inner, NULL, NULL));
-
-	ring_exit(&ring);
-	close(inner);
-	close(epfd);
+	EXPECT_EQ(0, fdinfo_epoll_item(self->epfd, self->inner, NULL, NULL));
 }
 
 /*

@@ -59,7 +59,7 @@ help:
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
 	  '  PROGRAM       make mutants: only the lines of this test program' \
-	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest or report (default: all)' \
+	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (see scripts/mutate-sweep.py -h)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \

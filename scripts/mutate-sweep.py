@@ -20,6 +20,10 @@
   report          merges mutants/generated.tsv, the two result files,
                   mutants/equivalent.tsv and mutants/invisible.tsv into
                   mutants/results.tsv and prints the scores.
+  seed            writes the two result files back from the committed
+                  mutants/results.tsv, when $MUT_OUT has none (a new
+                  machine): 'kunit' and 'guest' then run only what is
+                  asked, and 'report' gives results.tsv again.
 
 The trees and builds come from scripts/run-mutate.sh (make mutate).
 Environment: OUT_DIR (default ./out); MUT_OUT (default $OUT_DIR/mut);
@@ -518,12 +522,44 @@ def cmd_report(ids):
         print(f"  {op:14s} " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
 
 
+def guest_killer(k):
+    """A killer that the guest sweep reports, not KUnit: prog:test,
+    kernel:<what>, or a guest that stalled or gave no result."""
+    return ":" in k or k in ("crash-or-hang", "guest-no-result")
+
+
+def cmd_seed(ids):
+    if ids:
+        sys.exit("mutate-sweep: seed takes no ids")
+    for path in (KUNIT_TSV, GUEST_TSV):
+        if os.path.exists(path):
+            sys.exit(f"mutate-sweep: {path} exists: seed only fills an empty {MUT}")
+    rows = read_results(RESULTS)
+    if not rows:
+        sys.exit(f"mutate-sweep: no results in {RESULTS}")
+    os.makedirs(MUT, exist_ok=True)
+    start_results(KUNIT_TSV, "# id\tkillers\tseconds\tcases")
+    start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
+    with open(KUNIT_TSV, "a") as ku, open(GUEST_TSV, "a") as gu:
+        for r in rows:
+            killers = [k for k in r[4].split(",") if k]
+            kk = [k for k in killers if not guest_killer(k)]
+            gk = [k for k in killers if guest_killer(k)]
+            if "kunit" in r[7]:
+                ku.write(f"{r[0]}\t{','.join(kk)}\t0\t0\n")
+            if "guest" in r[7]:
+                st = "killed" if gk else "survived"
+                gu.write(f"{r[0]}\t{st}\t{','.join(gk)}\tseed\n")
+    log(f"seeded {KUNIT_TSV} and {GUEST_TSV} from {RESULTS} ({len(rows)} mutants)")
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if len(sys.argv) > 1 else 1)
     ids = [int(x) for x in sys.argv[2:]]
-    {"kunit": cmd_kunit, "guest": cmd_guest, "report": cmd_report}[sys.argv[1]](ids)
+    {"kunit": cmd_kunit, "guest": cmd_guest, "report": cmd_report,
+     "seed": cmd_seed}[sys.argv[1]](ids)
 
 
 if __name__ == "__main__":

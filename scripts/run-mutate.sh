@@ -16,7 +16,7 @@ readonly NEW_TESTS="$REPO_DIR/new-tests"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] [--check | prepare | prepare-kunit | kunit [ID...] | guest [ID...] | report | all]
+Usage: ${0##*/} [-h] [--check | prepare | prepare-kunit | kunit [ID...] | guest [ID...] | report | seed | all]
 
 prepare  check out the series in $MUT_OUT/linux (a worktree of
          $WORKTREE), apply new-tests/*.patch, switch every mutant of
@@ -30,6 +30,9 @@ kunit    one UML boot per mutant (all, or the IDs given), results in
 guest    the kselftests (-m64) in the guest, one run per mutant, many
          mutants a boot; default: the mutants KUnit did not kill
 report   mutants/results.tsv and the scores (scripts/mutate-sweep.py report)
+seed     on a machine without $MUT_OUT/kunit.tsv and guest.tsv, write them
+         from mutants/results.tsv, so that kunit and guest re-run only
+         the IDs given and report keeps the recorded verdicts
 all      prepare, kunit, guest, report (make mutate)
 
 --check, without building anything (make check runs it): new-tests/
@@ -104,7 +107,7 @@ main() {
 			--exclude "$(excluded)" ;;
 	prepare) need_worktree; prepare ;;
 	prepare-kunit) need_worktree; prepare_kunit ;;
-	kunit|guest|report) shift || true; exec "$REPO_DIR/scripts/mutate-sweep.py" "$cmd" "$@" ;;
+	kunit|guest|report|seed) shift || true; exec "$REPO_DIR/scripts/mutate-sweep.py" "$cmd" "$@" ;;
 	all)
 		need_worktree
 		prepare

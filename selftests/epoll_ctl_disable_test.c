@@ -746,145 +746,6 @@ TEST_F(uring, async_submission_matches_syscall)
 }
 
 /*
- * A thread that holds ep->mtx of an epoll instance for as long as the test
- * wants. epoll_wait() copies events to user memory with ep->mtx held; the
- * thread's buffer is a page registered with userfaultfd, so the copy of
- * the event of an always-ready item waits in the page fault, ep->mtx held,
- * until the test fills the page. The fault is reported to the test, so it
- * knows when ep->mtx is held, on any number of CPUs.
- */
-struct mtx_holder {
-	int epfd;		/* the instance whose ep->mtx is held */
-	int ready_fd;		/* the always-ready item that gets copied */
-	int uffd;		/* userfaultfd of the buffer page */
-	void *page;		/* the buffer, registered for missing pages */
-	size_t page_size;
-	pthread_t thread;
-	bool running;		/* thread created and not joined yet */
-	int result;		/* the thread's epoll_wait(), or -errno */
-};
-
-/* How long the test waits for the holder's fault to be reported. */
-#define MTX_HOLDER_TIMEOUT_MS	10000
-
-static void *mtx_holder_fn(void *arg)
-{
-	struct mtx_holder *h = arg;
-	int n;
-
-	n = epoll_wait(h->epfd, h->page, 1, 0);
-	h->result = n < 0 ? -errno : n;
-	return NULL;
-}
-
-/* Let the thread's copy complete: it drops ep->mtx and returns. */
-static int mtx_holder_release(struct mtx_holder *h)
-{
-	struct uffdio_zeropage zero = {
-		.range = { .start = (uintptr_t)h->page, .len = h->page_size },
-	};
-	int ret = 0;
-
-	if (h->running) {
-		/* EEXIST: the page is there already, nobody waits on it. */
-		if (ioctl(h->uffd, UFFDIO_ZEROPAGE, &zero) && errno != EEXIST)
-			ret = -errno;
-		pthread_join(h->thread, NULL);
-		h->running = false;
-		if (!ret)
-			ret = h->result;
-	}
-	if (h->page != MAP_FAILED)
-		munmap(h->page, h->page_size);
-	if (h->uffd >= 0)
-		close(h->uffd);
-	if (h->ready_fd >= 0)
-		close(h->ready_fd);
-	h->page = MAP_FAILED;
-	h->uffd = -1;
-	h->ready_fd = -1;
-	return ret;
-}
-
-/*
- * Add an always-ready item to @epfd and start a thread that holds its
- * ep->mtx. Returns 0 once the thread waits in the page fault, -EPERM if
- * userfaultfd may not serve faults of the kernel, another -errno on
- * failure, or -ETIMEDOUT if no fault was reported.
- */
-static int mtx_holder_start(struct mtx_holder *h, int epfd)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = {
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	struct pollfd pfd = { .events = POLLIN };
-	struct uffd_msg msg;
-	int ret;
-
-	memset(h, 0, sizeof(*h));
-	h->epfd = epfd;
-	h->page_size = getpagesize();
-	h->page = MAP_FAILED;
-	h->ready_fd = -1;
-	/* Without UFFD_USER_MODE_ONLY: the fault is copy_to_user()'s. */
-	h->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
-	if (h->uffd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	if (ioctl(h->uffd, UFFDIO_API, &api)) {
-		ret = -errno;
-		goto fail;
-	}
-	h->page = mmap(NULL, h->page_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (h->page == MAP_FAILED) {
-		ret = -errno;
-		goto fail;
-	}
-	reg.range.start = (uintptr_t)h->page;
-	reg.range.len = h->page_size;
-	if (ioctl(h->uffd, UFFDIO_REGISTER, &reg)) {
-		ret = -errno;
-		goto fail;
-	}
-	h->ready_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (h->ready_fd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	ret = ctl_add(epfd, h->ready_fd, EPOLLIN, 0);
-	if (ret)
-		goto fail;
-	ret = -pthread_create(&h->thread, NULL, mtx_holder_fn, h);
-	if (ret)
-		goto fail;
-	h->running = true;
-
-	pfd.fd = h->uffd;
-	ret = poll(&pfd, 1, MTX_HOLDER_TIMEOUT_MS);
-	if (ret <= 0) {
-		ret = ret ? -errno : -ETIMEDOUT;
-		goto fail;
-	}
-	if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
-		ret = -EIO;
-		goto fail;
-	}
-	if (msg.event != UFFD_EVENT_PAGEFAULT ||
-	    msg.arg.pagefault.address - (uintptr_t)h->page >= h->page_size) {
-		ret = -EPROTO;
-		goto fail;
-	}
-	return 0;
-
-fail:
-	mtx_holder_release(h);
-	return ret;
-}
-
-/*
  * Without userfaultfd: a thread keeps ep->mtx busy with epoll_wait() scans
  * of many ready level-triggered items, so that some nonblocking attempts
  * of inline submissions fail their trylock with -EAGAIN and io_uring
@@ -1086,32 +947,6 @@ static void *adder_fn(void *arg)
 	return NULL;
 }
 
-/* True once thread @tid of this process sleeps uninterruptibly. */
-static bool thread_in_d_state(int tid, int timeout_ms)
-{
-	int64_t deadline = __monotonic_ms() + timeout_ms;
-	char path[64], buf[512], *state;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	do {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return false;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return false;
-		buf[n] = '\0';
-		state = strrchr(buf, ')');
-		if (state && state[1] == ' ' && state[2] == 'D')
-			return true;
-		usleep(1000);
-	} while (__monotonic_ms() < deadline);
-	return false;
-}
-
 /*
  * Start the adder; true once it sleeps on a mutex, which the callers
  * arrange to be the ep->mtx that a holder keeps, met in the loop check.
@@ -1122,7 +957,7 @@ static bool adder_start_and_block(struct adder *a)
 		return false;
 	while (!atomic_load(&a->tid))
 		usleep(1000);
-	return thread_in_d_state(atomic_load(&a->tid), 5000);
+	return task_sleeps(atomic_load(&a->tid), 'D', -1, 5000);
 }
 
 /* Wait up to @timeout_ms for the adder's call to return. */

@@ -18,6 +18,9 @@
  *   of a suspend daemon.
  * - wakeup_source_find(): look up a wakeup source by name in
  *   /sys/class/wakeup.
+ * - task_sleeps(): whether a thread sleeps, and in which system call.
+ * - mtx_holder_*(): a thread that stops in the middle of an epoll_wait()
+ *   scan, holding ep->mtx, until the test lets it go on.
  *
  * All functions return 0 (or a count, or a flag as documented) on success
  * and a negative errno on failure; none of them prints anything.
@@ -31,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +43,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -48,6 +53,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/io_uring.h>
+#include <linux/userfaultfd.h>
 
 #ifndef EPOLLEXCLUSIVE
 #define EPOLLEXCLUSIVE 0x10000000
@@ -720,6 +726,199 @@ static inline void ring_exit(struct ring *r)
 		munmap(r->sq_map, r->sq_len);
 	if (r->fd >= 0)
 		close(r->fd);
+}
+
+/* Read /proc/self/task/<tid>/<file> into @buf as a string; false if not. */
+static inline bool __task_file(int tid, const char *file, char *buf,
+			       size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+/*
+ * True once thread @tid of this process is in state @state ('S': asleep,
+ * 'D': uninterruptible) and, unless @nr is negative, inside system call
+ * @nr, as /proc shows them; false if it is not within @timeout_ms.
+ */
+static inline bool task_sleeps(int tid, char state, long nr, int timeout_ms)
+{
+	int64_t deadline = __monotonic_ms() + timeout_ms;
+	char buf[512], *p;
+
+	do {
+		if (!__task_file(tid, "stat", buf, sizeof(buf)))
+			return false;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == state) {
+			if (nr < 0)
+				return true;
+			if (!__task_file(tid, "syscall", buf, sizeof(buf)))
+				return false;
+			/* "running", or the number and arguments of the call */
+			if (buf[0] >= '0' && buf[0] <= '9' &&
+			    strtol(buf, NULL, 10) == nr)
+				return true;
+		}
+		usleep(1000);
+	} while (__monotonic_ms() < deadline);
+	return false;
+}
+
+/*
+ * A thread that holds ep->mtx of an epoll instance for as long as the test
+ * wants. epoll_wait() copies events to user memory with ep->mtx held; the
+ * thread's buffer is a page registered with userfaultfd, so the copy of
+ * the first ready event waits in the page fault, ep->mtx held, until the
+ * test fills the page. The fault is reported to the test, so it knows when
+ * ep->mtx is held, on any number of CPUs. Meanwhile the scan of the ready
+ * list is in progress: events that arrive go to the overflow list.
+ */
+struct mtx_holder {
+	int epfd;		/* the instance whose ep->mtx is held */
+	int ready_fd;		/* the always-ready item that gets copied */
+	int uffd;		/* userfaultfd of the buffer page */
+	void *page;		/* the buffer, registered for missing pages */
+	size_t page_size;
+	pthread_t thread;
+	bool running;		/* thread created and not joined yet */
+	int result;		/* the thread's epoll_wait(), or -errno */
+};
+
+/* How long the test waits for the holder's fault to be reported. */
+#define MTX_HOLDER_TIMEOUT_MS	10000
+
+static inline void *mtx_holder_fn(void *arg)
+{
+	struct mtx_holder *h = arg;
+	int n;
+
+	n = epoll_wait(h->epfd, h->page, 1, 0);
+	h->result = n < 0 ? -errno : n;
+	return NULL;
+}
+
+/* Let the thread's copy complete: it drops ep->mtx and returns. */
+static inline int mtx_holder_release(struct mtx_holder *h)
+{
+	struct uffdio_zeropage zero = {
+		.range = { .start = (uintptr_t)h->page, .len = h->page_size },
+	};
+	int ret = 0;
+
+	if (h->running) {
+		/* EEXIST: the page is there already, nobody waits on it. */
+		if (ioctl(h->uffd, UFFDIO_ZEROPAGE, &zero) && errno != EEXIST)
+			ret = -errno;
+		pthread_join(h->thread, NULL);
+		h->running = false;
+		if (!ret)
+			ret = h->result;
+	}
+	if (h->page != MAP_FAILED)
+		munmap(h->page, h->page_size);
+	if (h->uffd >= 0)
+		close(h->uffd);
+	if (h->ready_fd >= 0)
+		close(h->ready_fd);
+	h->page = MAP_FAILED;
+	h->uffd = -1;
+	h->ready_fd = -1;
+	return ret;
+}
+
+/*
+ * Add an always-ready item to @epfd and start a thread that holds its
+ * ep->mtx. The event copied is that of the item queued first: this one,
+ * unless the caller queued another before. Returns 0 once the thread
+ * waits in the page fault, -EPERM if userfaultfd may not serve faults of
+ * the kernel, another -errno on failure, or -ETIMEDOUT if no fault was
+ * reported.
+ */
+static inline int mtx_holder_start(struct mtx_holder *h, int epfd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct pollfd pfd = { .events = POLLIN };
+	struct uffd_msg msg;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	h->epfd = epfd;
+	h->page_size = getpagesize();
+	h->page = MAP_FAILED;
+	h->ready_fd = -1;
+	/* Without UFFD_USER_MODE_ONLY: the fault is copy_to_user()'s. */
+	h->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (h->uffd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (ioctl(h->uffd, UFFDIO_API, &api)) {
+		ret = -errno;
+		goto fail;
+	}
+	h->page = mmap(NULL, h->page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h->page == MAP_FAILED) {
+		ret = -errno;
+		goto fail;
+	}
+	reg.range.start = (uintptr_t)h->page;
+	reg.range.len = h->page_size;
+	if (ioctl(h->uffd, UFFDIO_REGISTER, &reg)) {
+		ret = -errno;
+		goto fail;
+	}
+	h->ready_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->ready_fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, h->ready_fd, &ev)) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = -pthread_create(&h->thread, NULL, mtx_holder_fn, h);
+	if (ret)
+		goto fail;
+	h->running = true;
+
+	pfd.fd = h->uffd;
+	ret = poll(&pfd, 1, MTX_HOLDER_TIMEOUT_MS);
+	if (ret <= 0) {
+		ret = ret ? -errno : -ETIMEDOUT;
+		goto fail;
+	}
+	if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+		ret = -EIO;
+		goto fail;
+	}
+	if (msg.event != UFFD_EVENT_PAGEFAULT ||
+	    msg.arg.pagefault.address - (uintptr_t)h->page >= h->page_size) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	return 0;
+
+fail:
+	mtx_holder_release(h);
+	return ret;
 }
 
 #endif /* __EPOLL_HELPERS_H */

@@ -28,8 +28,10 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 
 #include "../../kselftest_harness.h"
@@ -1032,24 +1034,13 @@ struct ws_env {
 	struct wakeup_count_reader reader; /* a pending wakeup_count read */
 };
 
-static void ws_env_setup(struct __test_metadata *_metadata, struct ws_env *env)
+/* The FIFO and the epoll fd of @env, for a test that needs no wakeup source. */
+static void ws_env_open(struct __test_metadata *_metadata, struct ws_env *env)
 {
 	const char *tmp = getenv("TMPDIR");
 	struct stat st;
 
-	env->epfd = -1;
-	env->fifo = -1;
-	env->reader.pid = 0;
-	if (!wakeup_count_supported() || !wakeup_sources_supported())
-		SKIP(return, "no " WAKEUP_COUNT_PATH " or " WAKEUP_CLASS_PATH
-		     ": kernel without CONFIG_PM_SLEEP");
-	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
-		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
 	ASSERT_EQ(0, cap_get_effective(&env->saved_caps));
-	ASSERT_EQ(1, wakeup_count_read_bounded(COMPLETES_MS))
-		TH_LOG("another wakeup source is active: see %s",
-		       WAKEUP_CLASS_PATH);
-
 	if (!tmp || stat(tmp, &st) || !S_ISDIR(st.st_mode))
 		tmp = "/tmp";
 	if (stat(tmp, &st) || !S_ISDIR(st.st_mode))
@@ -1065,6 +1056,22 @@ static void ws_env_setup(struct __test_metadata *_metadata, struct ws_env *env)
 	ASSERT_LE(0, env->fifo);
 	env->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, env->epfd);
+}
+
+static void ws_env_setup(struct __test_metadata *_metadata, struct ws_env *env)
+{
+	env->epfd = -1;
+	env->fifo = -1;
+	env->reader.pid = 0;
+	if (!wakeup_count_supported() || !wakeup_sources_supported())
+		SKIP(return, "no " WAKEUP_COUNT_PATH " or " WAKEUP_CLASS_PATH
+		     ": kernel without CONFIG_PM_SLEEP");
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	ASSERT_EQ(1, wakeup_count_read_bounded(COMPLETES_MS))
+		TH_LOG("another wakeup source is active: see %s",
+		       WAKEUP_CLASS_PATH);
+	ws_env_open(_metadata, env);
 }
 
 static void ws_env_teardown(struct __test_metadata *_metadata,
@@ -1281,6 +1288,48 @@ TEST_F(wakeup_source, oneshot_item_inactive_until_rearmed)
 	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
 	EXPECT_EQ(8, ev.data.u64);
 	expect_not_held_up(_metadata, env);
+}
+
+/*
+ * A one-shot item that reported its event is disarmed: a later wakeup
+ * neither queues it nor activates its wakeup source, also a wakeup
+ * without a poll key, such as a signalfd's.
+ */
+TEST(disarmed_oneshot_item_ignores_keyless_wakeups)
+{
+	struct wakeup_source_stats st;
+	struct signalfd_siginfo si;
+	struct epoll_event ev;
+	int epfd, sfd, i;
+	sigset_t set;
+
+	if (!wakeup_sources_supported())
+		SKIP(return, "no " WAKEUP_CLASS_PATH
+		     ": kernel without CONFIG_PM_SLEEP");
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	ASSERT_LE(0, sfd);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, sfd,
+			 EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 1));
+
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+		EXPECT_EQ(!i, epoll_wait(epfd, &ev, 1, 0));
+		/* Consumed, so that the next kill() signals again. */
+		ASSERT_EQ(sizeof(si), read(sfd, &si, sizeof(si)));
+	}
+	ASSERT_EQ(1, wakeup_source_find("[signalfd]", &st));
+	EXPECT_EQ(1, st.active_count)
+		TH_LOG("the disarmed item's wakeup source was activated again");
+	EXPECT_EQ(0, st.active_time_ms);
+	close(epfd);
+	close(sfd);
 }
 
 /*
@@ -1645,6 +1694,86 @@ TEST_F(ws_delivery, active_while_event_is_queued)
 		st = ws_stats(_metadata, env);
 		EXPECT_EQ(0, st.active_time_ms);
 	}
+}
+
+/*
+ * A delivery releases the item's wakeup source before it copies the
+ * event out; the instance's own source ("eventpoll") covers the gap, from
+ * before that release to the end of the scan.
+ */
+TEST_F(ws_delivery, instance_source_covers_the_delivery)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st0, st;
+	struct epoll_event ev;
+	int found;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP | variant->mode, 42));
+	fifo_fill(_metadata, env);
+	found = wakeup_source_find("eventpoll", &st0);
+	if (found > 1)
+		SKIP(return, "another epoll instance has EPOLLWAKEUP items");
+	ASSERT_EQ(1, found) TH_LOG("the instance has no wakeup source");
+
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	ASSERT_EQ(1, wakeup_source_find("eventpoll", &st));
+	EXPECT_EQ(st0.active_count + 1, st.active_count)
+		TH_LOG("the instance's source was not held across the delivery");
+	EXPECT_EQ(0, st.active_time_ms);
+}
+
+/*
+ * An event whose copy to user memory faults stays queued, and its item
+ * keeps its wakeup source: epoll_wait() fails with EFAULT, and the next
+ * call with a good buffer reports the event.
+ */
+TEST_F(ws_delivery, held_while_the_copy_faults)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+	void *none;
+
+	none = mmap(NULL, getpagesize(), PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP | variant->mode, 42));
+	fifo_fill(_metadata, env);
+
+	EXPECT_EQ(-1, epoll_wait(env->epfd, none, 1, 0));
+	EXPECT_EQ(EFAULT, errno);
+	st = ws_stats(_metadata, env);
+	EXPECT_LT(0, st.active_time_ms)
+		TH_LOG("the item whose copy faulted lost its wakeup source");
+
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	EXPECT_EQ(42, ev.data.u64);
+	munmap(none, getpagesize());
+}
+
+/* An item deleted while its event is queued is not reported afterwards. */
+TEST(del_of_a_queued_item_leaves_nothing_to_report)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct pollfd pfd = { .events = POLLIN };
+	int epfd, efd;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev));
+	pfd.fd = epfd;
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+
+	ASSERT_EQ(0, epoll_ctl(epfd, EPOLL_CTL_DEL, efd, NULL));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	EXPECT_EQ(0, epoll_wait(epfd, &ev, 1, 0))
+		TH_LOG("the deleted item was reported");
+	close(efd);
+	close(epfd);
 }
 
 /*
@@ -2217,6 +2346,312 @@ TEST_F(uring_link, failed_epoll_ctl_cancels_the_linked_request)
 		registered = variant->op == EPOLL_CTL_ADD;
 	EXPECT_EQ(registered ? 0 : -ENOENT,
 		  fdinfo_epoll_item(self->epfd, self->pipefd[0], NULL, NULL));
+}
+
+/*
+ * Events that arrive while epoll_wait() copies a scan of the ready list
+ * out go to the overflow list, and the end of the scan queues them. The
+ * holder's epoll_wait() stops in the copy of the FIFO's event; meanwhile
+ * the FIFO and an eventfd become ready (again). The next epoll_wait()
+ * reports each of them once. The exception is a one-shot item, which its
+ * delivery disarmed: it is neither queued nor holding its wakeup source.
+ * Where there are no wakeup sources to hold (no CONFIG_PM_SLEEP, or no
+ * CAP_BLOCK_SUSPEND), only what is reported is checked.
+ */
+enum { DATA_FIFO = 1, DATA_EFD, NR_DATA };
+
+FIXTURE(scan_overflow) {
+	struct ws_env env;	/* FIFO target, epoll fd */
+	int efd;		/* ready only during the scan */
+	bool ws;		/* the FIFO's item gets a wakeup source */
+};
+
+FIXTURE_VARIANT(scan_overflow) {
+	uint32_t mode;		/* of the FIFO's item */
+	bool fifo_queued;	/* the FIFO's item is queued after the scan */
+};
+
+FIXTURE_VARIANT_ADD(scan_overflow, level_triggered) {
+	.mode = 0,
+	.fifo_queued = true,
+};
+
+FIXTURE_VARIANT_ADD(scan_overflow, edge_triggered) {
+	.mode = EPOLLET,
+	.fifo_queued = true,
+};
+
+FIXTURE_VARIANT_ADD(scan_overflow, oneshot) {
+	.mode = EPOLLONESHOT,
+	.fifo_queued = false,
+};
+
+FIXTURE_SETUP(scan_overflow)
+{
+	self->efd = -1;
+	self->env.epfd = -1;
+	self->env.fifo = -1;
+	self->env.reader.pid = 0;
+	self->ws = wakeup_count_supported() && wakeup_sources_supported() &&
+		   cap_is_effective(CAP_BLOCK_SUSPEND) == 1;
+	if (self->ws)
+		ws_env_setup(_metadata, &self->env);
+	else
+		ws_env_open(_metadata, &self->env);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+}
+
+FIXTURE_TEARDOWN(scan_overflow)
+{
+	if (self->efd >= 0)
+		close(self->efd);
+	ws_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(scan_overflow, events_during_a_scan_are_queued_once)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev[8];
+	bool seen[NR_DATA] = { false };
+	struct mtx_holder h;
+	int i, n, ret;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | (self->ws ? EPOLLWAKEUP : 0) | variant->mode,
+			 DATA_FIFO));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, self->efd, EPOLLIN,
+			 DATA_EFD));
+	fifo_fill(_metadata, env);
+
+	/* The sysctl exists whenever the kernel has userfaultfd. */
+	if (access("/proc/sys/vm/unprivileged_userfaultfd", F_OK))
+		SKIP(return, "kernel built without userfaultfd");
+	ret = mtx_holder_start(&h, env->epfd);
+	if (ret == -EPERM)
+		SKIP(return, "userfaultfd may not serve kernel faults");
+	ASSERT_EQ(0, ret);
+	fifo_fill(_metadata, env);
+	eventfd_signal_once(_metadata, self->efd);
+	EXPECT_EQ(1, mtx_holder_release(&h));
+
+	if (self->ws) {
+		st = ws_stats(_metadata, env);
+		if (variant->fifo_queued)
+			EXPECT_LT(0, st.active_time_ms)
+				TH_LOG("the queued item does not hold its wakeup source");
+		if (!variant->fifo_queued)
+			EXPECT_EQ(0, st.active_time_ms)
+				TH_LOG("the disarmed item still holds its wakeup source");
+	}
+
+	n = epoll_wait(env->epfd, ev, ARRAY_SIZE(ev), 0);
+	ASSERT_LE(0, n);
+	for (i = 0; i < n; i++) {
+		/* The holder's item went with its eventfd. */
+		ASSERT_GT(NR_DATA, ev[i].data.u64);
+		ASSERT_LT(0, ev[i].data.u64);
+		EXPECT_FALSE(seen[ev[i].data.u64])
+			TH_LOG("item %llu reported twice",
+			       (unsigned long long)ev[i].data.u64);
+		seen[ev[i].data.u64] = true;
+	}
+	EXPECT_TRUE(seen[DATA_EFD])
+		TH_LOG("the event that arrived during the scan was lost");
+	EXPECT_EQ(variant->fifo_queued, seen[DATA_FIFO]);
+}
+
+/* A thread asleep in epoll_wait() (epoll_pwait(): every arch has it). */
+struct sleeper {
+	int epfd;
+	pthread_t thread;
+	atomic_int tid;
+	int result;		/* events, or -errno */
+};
+
+static void *sleeper_fn(void *arg)
+{
+	struct sleeper *s = arg;
+	struct epoll_event ev;
+	long n;
+
+	atomic_store(&s->tid, syscall(__NR_gettid));
+	n = syscall(__NR_epoll_pwait, s->epfd, &ev, 1, WAITER_TIMEOUT_MS,
+		    NULL, 0);
+	s->result = n < 0 ? -errno : n;
+	return NULL;
+}
+
+static void sleeper_start(struct __test_metadata *_metadata,
+			  struct sleeper *s, int epfd)
+{
+	s->epfd = epfd;
+	atomic_store(&s->tid, 0);
+	ASSERT_EQ(0, pthread_create(&s->thread, NULL, sleeper_fn, s));
+	while (!atomic_load(&s->tid))
+		usleep(1000);
+	ASSERT_TRUE(task_sleeps(atomic_load(&s->tid), 'S', __NR_epoll_pwait,
+				WAITER_TIMEOUT_MS / 2))
+		TH_LOG("the waiter did not go to sleep in epoll_pwait()");
+}
+
+/*
+ * epoll_wait() sleepers of one instance are woken one at a time. A
+ * level-triggered item stays queued after its delivery, so the end of
+ * that scan wakes the next sleeper, which gets the event too.
+ */
+TEST(level_triggered_event_wakes_every_waiter_in_turn)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sleeper s[2];
+	int epfd, efd, i;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev));
+	for (i = 0; i < 2; i++)
+		sleeper_start(_metadata, &s[i], epfd);
+
+	eventfd_signal_once(_metadata, efd);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pthread_join(s[i].thread, NULL));
+		EXPECT_EQ(1, s[i].result)
+			TH_LOG("waiter %d slept through the queued event", i);
+	}
+	close(efd);
+	close(epfd);
+}
+
+/*
+ * EPOLLEXCLUSIVE: a wakeup of the target stops at the first instance,
+ * in the order they were added, that watches it exclusively and has a
+ * waiter; the others do not even queue the event. An instance without a
+ * waiter queues the event and passes the wakeup on. The wakeups are
+ * those of the three keys that count: EPOLLIN (an eventfd written),
+ * EPOLLOUT (a full pipe read from, a sync wakeup) and none (a signalfd).
+ */
+enum excl_target { EXCL_EVENTFD, EXCL_PIPE, EXCL_SIGNALFD };
+
+FIXTURE(exclusive_wake) {
+	int epfd[2];
+	int fd;			/* the target */
+	int other;		/* the pipe's read end, or -1 */
+};
+
+FIXTURE_VARIANT(exclusive_wake) {
+	enum excl_target target;
+	uint32_t events;
+};
+
+FIXTURE_VARIANT_ADD(exclusive_wake, eventfd_written) {
+	.target = EXCL_EVENTFD,
+	.events = EPOLLIN,
+};
+
+FIXTURE_VARIANT_ADD(exclusive_wake, full_pipe_read) {
+	.target = EXCL_PIPE,
+	.events = EPOLLOUT,
+};
+
+FIXTURE_VARIANT_ADD(exclusive_wake, signalfd_signalled) {
+	.target = EXCL_SIGNALFD,
+	.events = EPOLLIN,
+};
+
+FIXTURE_SETUP(exclusive_wake)
+{
+	static char page[4096];
+	sigset_t set;
+	int p[2], i;
+
+	self->other = -1;
+	switch (variant->target) {
+	case EXCL_EVENTFD:
+		self->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		break;
+	case EXCL_PIPE:
+		ASSERT_EQ(0, pipe2(p, O_NONBLOCK | O_CLOEXEC));
+		self->fd = p[1];
+		self->other = p[0];
+		while (write(self->fd, page, sizeof(page)) > 0)
+			;
+		ASSERT_EQ(EAGAIN, errno);
+		break;
+	case EXCL_SIGNALFD:
+		/* Blocked in every thread: the waiters inherit the mask. */
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &set, NULL));
+		self->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+		break;
+	}
+	ASSERT_LE(0, self->fd);
+	for (i = 0; i < 2; i++) {
+		self->epfd[i] = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, self->epfd[i]);
+		ASSERT_EQ(0, ctl(self->epfd[i], EPOLL_CTL_ADD, self->fd,
+				 variant->events | EPOLLEXCLUSIVE, i));
+	}
+}
+
+FIXTURE_TEARDOWN(exclusive_wake)
+{
+	close(self->epfd[0]);
+	close(self->epfd[1]);
+	close(self->fd);
+	if (self->other >= 0)
+		close(self->other);
+}
+
+/* Wake the target's waiters: @fd is the target, @other the pipe's read end. */
+static void exclusive_wake_trigger(struct __test_metadata *_metadata,
+				   enum excl_target target, int fd, int other)
+{
+	static char page[4096];
+
+	switch (target) {
+	case EXCL_EVENTFD:
+		eventfd_signal_once(_metadata, fd);
+		break;
+	case EXCL_PIPE:
+		ASSERT_EQ(sizeof(page), read(other, page, sizeof(page)));
+		break;
+	case EXCL_SIGNALFD:
+		ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+		break;
+	}
+}
+
+TEST_F(exclusive_wake, first_instance_with_a_waiter_takes_the_event)
+{
+	struct epoll_event ev;
+	struct sleeper s;
+
+	sleeper_start(_metadata, &s, self->epfd[0]);
+	exclusive_wake_trigger(_metadata, variant->target, self->fd,
+			       self->other);
+	ASSERT_EQ(0, pthread_join(s.thread, NULL));
+	EXPECT_EQ(1, s.result)
+		TH_LOG("the waiter of the first instance was not woken");
+	EXPECT_EQ(0, epoll_wait(self->epfd[1], &ev, 1, 0))
+		TH_LOG("the wakeup went on to the second instance");
+}
+
+TEST_F(exclusive_wake, instance_without_a_waiter_passes_the_wakeup_on)
+{
+	struct epoll_event ev;
+	int i;
+
+	exclusive_wake_trigger(_metadata, variant->target, self->fd,
+			       self->other);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(1, epoll_wait(self->epfd[i], &ev, 1, 0))
+			TH_LOG("instance %d did not queue the event", i);
+		EXPECT_EQ(i, ev.data.u64);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -1396,4 +1396,14 @@ TEST_F_TIMEOUT(race, delete_items_while_threads_handle_their_events, 60)
 	EXPECT_LT(0, atomic_load(&r->busy));
 }
 
+/* Registered last, so it runs after every other test of the program. */
+FIXTURE(kernel) {};
+FIXTURE_SETUP(kernel) {}
+FIXTURE_TEARDOWN(kernel) {}
+
+TEST_F(kernel, reported_no_bug_while_the_tests_ran)
+{
+	kernel_reports_check(_metadata);
+}
+
 TEST_HARNESS_MAIN

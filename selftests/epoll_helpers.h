@@ -21,9 +21,13 @@
  * - task_sleeps(): whether a thread sleeps, and in which system call.
  * - mtx_holder_*(): a thread that stops in the middle of an epoll_wait()
  *   scan, holding ep->mtx, until the test lets it go on.
+ * - kernel_reports_*(): the bug reports (WARN, oops, KASAN, soft lockup,
+ *   lockdep) the kernel made while the program ran, and the body of a
+ *   last test that fails on them.
  *
  * All functions return 0 (or a count, or a flag as documented) on success
- * and a negative errno on failure; none of them prints anything.
+ * and a negative errno on failure; none of them prints anything, except
+ * kernel_reports_check(), a test body.
  */
 
 #ifndef __EPOLL_HELPERS_H
@@ -919,6 +923,174 @@ static inline int mtx_holder_start(struct mtx_holder *h, int epfd)
 fail:
 	mtx_holder_release(h);
 	return ret;
+}
+
+/*
+ * A bug in epoll can show only in the kernel's own reports: the system
+ * call returns what the test expects while the kernel warns, or KASAN
+ * finds a use after free. User space can count them without reading the
+ * kernel log: a WARN() and the first KASAN report add to warn_count, an
+ * oops to oops_count (both in /sys/kernel since Linux 6.2); they also
+ * taint the kernel (W, B, D; L for a soft lockup); lockdep turns itself
+ * off (debug_locks 0 in /proc/lockdep_stats) after its first report.
+ * -1 is a count this kernel does not show. Some reports have no count:
+ * "suspicious RCU usage" leaves lockdep on, a hung task or an RCU stall
+ * only logs. For them the kernel log since the start (/dev/kmsg, read
+ * from its end; not readable without CAP_SYSLOG when dmesg_restrict is
+ * set) is searched for the headers the kernel gives its reports.
+ */
+#define KERNEL_REPORT_TAINTS ((1UL << 5) | (1UL << 7) | (1UL << 9) | (1UL << 14))
+
+struct kernel_reports {
+	long warn_count;
+	long oops_count;
+	long taint;
+	long debug_locks;
+};
+
+static struct kernel_reports kernel_reports_at_start;
+static int kernel_log_fd = -1;
+
+static const char *const kernel_log_reports[] = {
+	"WARNING:", "BUG:", "Oops", "general protection fault", "UBSAN",
+	"blocked for more than", "detected stall",
+};
+
+static inline long __read_long(const char *path, const char *key)
+{
+	char buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = buf;
+	if (key) {
+		p = strstr(buf, key);
+		if (!p)
+			return -1;
+		p += strlen(key);
+	}
+	return strtol(p, NULL, 10);
+}
+
+static inline void kernel_reports_read(struct kernel_reports *r)
+{
+	r->warn_count = __read_long("/sys/kernel/warn_count", NULL);
+	r->oops_count = __read_long("/sys/kernel/oops_count", NULL);
+	r->taint = __read_long("/proc/sys/kernel/tainted", NULL);
+	if (r->taint > 0)
+		r->taint &= KERNEL_REPORT_TAINTS;
+	r->debug_locks = __read_long("/proc/lockdep_stats", "debug_locks:");
+}
+
+static void __attribute__((constructor)) kernel_reports_start(void)
+{
+	kernel_reports_read(&kernel_reports_at_start);
+	kernel_log_fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kernel_log_fd >= 0 && lseek(kernel_log_fd, 0, SEEK_END) < 0) {
+		close(kernel_log_fd);
+		kernel_log_fd = -1;
+	}
+}
+
+/*
+ * The first line of the first report in the kernel log since the start,
+ * in @line: 1 if there is one, 0 if not, -1 if the log cannot be read.
+ */
+static inline int kernel_log_report(char *line, size_t size)
+{
+	char rec[8192], *msg;
+	unsigned int i;
+	ssize_t n;
+
+	if (kernel_log_fd < 0)
+		return -1;
+	for (;;) {
+		n = read(kernel_log_fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)	/* records overwritten */
+			continue;
+		if (n <= 0)
+			return 0;
+		rec[n] = '\0';
+		msg = strchr(rec, ';');
+		if (!msg)
+			continue;
+		msg++;
+		for (i = 0; i < ARRAY_SIZE(kernel_log_reports); i++) {
+			if (strstr(msg, kernel_log_reports[i])) {
+				snprintf(line, size, "%.*s", (int)strcspn(msg, "\n"), msg);
+				return 1;
+			}
+		}
+	}
+}
+
+/*
+ * What the kernel reported since the program started, as text in @what;
+ * returns the number of kinds of report, or -ENOENT when the kernel shows
+ * none of the counts.
+ */
+static inline int kernel_reports_since_start(char *what, size_t size)
+{
+	const struct kernel_reports *t = &kernel_reports_at_start;
+	struct kernel_reports n;
+	char line[160];
+	size_t len = 0;
+	int kinds = 0;
+	int logged;
+
+	kernel_reports_read(&n);
+	logged = kernel_log_report(line, sizeof(line));
+	if (n.warn_count < 0 && n.oops_count < 0 && n.taint < 0 && logged < 0)
+		return -ENOENT;
+	what[0] = '\0';
+#define __kernel_report(cond, ...)						\
+	do {									\
+		if ((cond) && len < size) {					\
+			len += snprintf(what + len, size - len, __VA_ARGS__);	\
+			kinds++;						\
+		}								\
+	} while (0)
+	__kernel_report(n.warn_count > t->warn_count,
+			" WARN or KASAN (warn_count %ld -> %ld);",
+			t->warn_count, n.warn_count);
+	__kernel_report(n.oops_count > t->oops_count,
+			" oops (oops_count %ld -> %ld);",
+			t->oops_count, n.oops_count);
+	__kernel_report(n.taint > 0 && (n.taint & ~t->taint),
+			" new taint flags 0x%lx;", n.taint & ~t->taint);
+	__kernel_report(t->debug_locks == 1 && n.debug_locks == 0,
+			" lockdep report (debug_locks 1 -> 0);");
+	__kernel_report(logged == 1, " kernel log: \"%s\";", line);
+#undef __kernel_report
+	return kinds;
+}
+
+/*
+ * The body of a program's last test (a fixture registered last runs
+ * last): fail when the kernel reported a bug while the program ran, so
+ * that a kselftest run catches it without anyone reading the kernel log.
+ * The one helper here that uses the harness.
+ */
+static inline void kernel_reports_check(struct __test_metadata *const _metadata)
+{
+	char what[512];
+	int kinds = kernel_reports_since_start(what, sizeof(what));
+
+	if (kinds == -ENOENT)
+		SKIP(return, "neither the report counts nor /dev/kmsg can be read");
+	if (kernel_reports_at_start.taint & KERNEL_REPORT_TAINTS)
+		TH_LOG("tainted 0x%lx before the tests: new reports of that kind are not seen",
+		       kernel_reports_at_start.taint);
+	EXPECT_EQ(0, kinds)
+		TH_LOG("the kernel reported a bug during the tests:%s see its log", what);
 }
 
 #endif /* __EPOLL_HELPERS_H */

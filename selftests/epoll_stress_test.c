@@ -2779,4 +2779,14 @@ static void __attribute__((constructor(KSELFTEST_PRIO_XFAIL))) stress_options(vo
 		opts.seconds + STRESS_GRACE;
 }
 
+/* Registered last, so it runs after every other test of the program. */
+FIXTURE(kernel) {};
+FIXTURE_SETUP(kernel) {}
+FIXTURE_TEARDOWN(kernel) {}
+
+TEST_F(kernel, reported_no_bug_while_the_tests_ran)
+{
+	kernel_reports_check(_metadata);
+}
+
 TEST_HARNESS_MAIN

@@ -2654,4 +2654,14 @@ TEST_F(exclusive_wake, instance_without_a_waiter_passes_the_wakeup_on)
 	}
 }
 
+/* Registered last, so it runs after every other test of the program. */
+FIXTURE(kernel) {};
+FIXTURE_SETUP(kernel) {}
+FIXTURE_TEARDOWN(kernel) {}
+
+TEST_F(kernel, reported_no_bug_while_the_tests_ran)
+{
+	kernel_reports_check(_metadata);
+}
+
 TEST_HARNESS_MAIN

@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -28,9 +28,9 @@ MATRIX_CHECK_FLAGS ?= -q -t
 # --check) in the guest; make check BENCH_CHECK= leaves it out.
 check: BENCH_CHECK = 1
 
-# The stages that prove the series: KUnit on UML, then the guest.
-define test_stages
-	$(STAGE) -k kunit-uml $(S)/run-kunit.sh
+# The guest: its debug kernel runs the KUnit suite at boot (with
+# CONFIG_PM_SLEEP, under KASAN and lockdep), then the kselftests.
+define guest_stages
 	$(STAGE) kernel $(S)/build-kernel.sh
 	$(STAGE) selftests $(S)/build-selftests.sh
 	$(STAGE) initramfs $(S)/make-initramfs.sh
@@ -62,6 +62,7 @@ help:
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (see scripts/mutate-sweep.py -h)' \
+	  '  GUEST_PANIC   make mutate: 0 lets the guest go on after a kernel report, for the tests to see it (default: 1)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
@@ -76,10 +77,11 @@ help:
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
 run:
 	$(fresh_results)
-	$(test_stages)
+	$(STAGE) -k kunit-uml $(S)/run-kunit.sh
+	$(guest_stages)
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 
-## make check    what CI runs: series and lint checks first, then all of make run
+## make check    what CI runs: series and lint checks, the guest, KUnit on UML without PM_SLEEP, builds
 check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
@@ -88,7 +90,7 @@ check:
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
-	$(test_stages)
+	$(guest_stages)
 	$(STAGE) -k kunit-uml-nopm $(S)/run-kunit.sh --no-pm-sleep
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)

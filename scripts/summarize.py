@@ -6,7 +6,9 @@ Reads, from the results directory:
   stages.tsv        name, seconds, exit status, start time per stage
                     (scripts/stage.sh)
   kunit-uml.json    kunit.py's parsed UML results, kunit-uml.log its raw
-                    log (scripts/run-kunit.sh)
+                    log (scripts/run-kunit.sh; make run); or kunit-uml-nopm.*,
+                    the run without CONFIG_PM_SLEEP (make check), whose
+                    skips its stage checks
   console.log       the guest's kernel log, boot-time KUnit included
                     (scripts/run-qemu.sh); parsed with 'kunit.py parse'
   ktap.log          the guest's kselftest KTAP: one subtest per ABI, each
@@ -31,7 +33,7 @@ import re
 import subprocess
 import sys
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ORIGIN = 'eventpoll_series'
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')
@@ -61,6 +63,15 @@ SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'Attempted to kill init')
 
 GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest)')
+# The UML KUnit runs: make run's, and make check's without CONFIG_PM_SLEEP
+# (the guest's boot runs the suite with it): results and build name, group,
+# KCIDB build and configuration. The second may skip the cases about the
+# wakeup source itself; scripts/run-kunit.sh fails its stage on any other skip.
+UML_RUNS = {
+    'kunit-uml': (GROUPS[0], 'uml', 'kunit.py defaults + fs/tests/eventpoll.kunitconfig'),
+    'kunit-uml-nopm': ('KUnit (UML, no PM_SLEEP)', 'uml-nopm',
+                       'kunit.py defaults + fs/tests/eventpoll.kunitconfig + CONFIG_PM_SLEEP=n'),
+}
 
 
 def read_lines(path):
@@ -240,10 +251,16 @@ def component(name):
     return re.sub(r'[^A-Za-z0-9_-]+', '_', name).strip('_') or '_'
 
 
+def uml_run(results):
+    """The UML KUnit run whose results are there (make run's by default)."""
+    return next((n for n in UML_RUNS if os.path.exists(os.path.join(results, f'{n}.log'))),
+                'kunit-uml')
+
+
 def metadata(out_dir, results, stage_rows):
     tree = os.path.join(out_dir, 'linux')
     guest = os.path.join(out_dir, 'build', 'qemu')
-    uml = os.path.join(out_dir, 'build', 'kunit-uml')
+    uml = os.path.join(out_dir, 'build', uml_run(results))
     starts = [r['start_time'] for r in stage_rows if 'start_time' in r]
     return {
         'base_commit': read_text(os.path.join(out_dir, 'base-commit')),
@@ -257,6 +274,7 @@ def metadata(out_dir, results, stage_rows):
         'config_digest': sha256_file(os.path.join(guest, '.config')),
         'compiler': compiler(guest),
         'uml_compiler': compiler(uml),
+        'uml_run': uml_run(results),
         'accelerator': read_text(os.path.join(results, 'accel')),
         'start_time': min(starts) if starts else None,
         'end_time': iso(int(datetime.datetime.now().timestamp())),
@@ -295,8 +313,8 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
             if 'start_time' in row:
                 b['start_time'] = row['start_time']
         return b
-    builds = [build('uml', 'kunit-uml', 'um', run['uml_compiler'],
-                    'kunit.py defaults + fs/tests/eventpoll.kunitconfig'),
+    uml_group, uml_id, uml_config = UML_RUNS[run['uml_run']]
+    builds = [build(uml_id, run['uml_run'], 'um', run['uml_compiler'], uml_config),
               build('guest', 'kernel', run['arch'], run['compiler'],
                     'tinyconfig + config/qemu-x86_64.config + config/debug.config')]
     builds[1]['misc'] = {'config_digest': run['config_digest'],
@@ -313,9 +331,9 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
                              if build_id.endswith(':guest') else 'UML'},
              'misc': {'log_path': log, **(misc or {})}}
         tests.append(t)
-    for names, st in groups['KUnit (UML)']:
+    for names, st in groups[uml_group]:
         test(builds[0]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
-             status[st], 'kunit-uml.log', {'name': '.'.join(names)})
+             status[st], f"{run['uml_run']}.log", {'name': '.'.join(names)})
     boot_ok = by_stage.get('qemu', {}).get('status') == 0
     if 'qemu' in by_stage:
         test(builds[1]['id'], 'boot', 'PASS' if boot_ok else 'FAIL', 'console.log')
@@ -384,19 +402,21 @@ def main():
         if row['status'] != 0:
             problems.append(f"stage {row['stage']} exited {row['status']}")
 
-    uml_log = read_lines(os.path.join(args.results, 'kunit-uml.log'))
+    uml_name = uml_run(args.results)
+    uml_group = UML_RUNS[uml_name][0]
+    uml_log = read_lines(os.path.join(args.results, f'{uml_name}.log'))
     console = read_lines(os.path.join(args.results, 'console.log'))
     boot = console[:next((i for i, l in enumerate(console)
                           if l.startswith('Run /init')), len(console))] if console else None
     tree = os.path.join(out_dir, 'linux')
-    uml = kunit_cases(os.path.join(args.results, 'kunit-uml.json'))
+    uml = kunit_cases(os.path.join(args.results, f'{uml_name}.json'))
     guest = kunit_parse(tree, boot, 'kunit-guest', args.results)
     groups = {
-        GROUPS[0]: uml or [],
+        uml_group: uml or [],
         GROUPS[1]: guest or [],
         GROUPS[2]: [(t['abi'], t['program'], t['test'], t['status']) for t in ktests],
     }
-    for name in GROUPS[:2]:
+    for name in (uml_group, GROUPS[1]):
         if not groups[name]:
             msg = f'{name}: ran no test'
             (problems.append if args.expect_kunit else out.append)(msg)
@@ -411,7 +431,8 @@ def main():
     for name, results in groups.items():
         for r in results:
             st = r[-1]
-            if st == 'fail' or (st == 'skip' and not args.allow_skip):
+            skip_checked = name == UML_RUNS['kunit-uml-nopm'][0]
+            if st == 'fail' or (st == 'skip' and not args.allow_skip and not skip_checked):
                 label = '.'.join(r[0]) if name != GROUPS[2] else f'{r[0]}/{r[1]}:{r[2]}'
                 problems.append(f'{name}: {label}: {st}')
 

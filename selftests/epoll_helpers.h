@@ -1034,8 +1034,8 @@ static inline int kernel_log_report(char *line, size_t size)
 
 /*
  * What the kernel reported since the program started, as text in @what;
- * returns the number of kinds of report, or -ENOENT when the kernel shows
- * none of the counts.
+ * returns the number of kinds of report, or -ENOENT when neither the
+ * counts nor the kernel log can be read.
  */
 static inline int kernel_reports_since_start(char *what, size_t size)
 {

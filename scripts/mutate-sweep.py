@@ -320,12 +320,13 @@ def killers_of(seg):
     return k
 
 
+# The last test of each program: fails when the kernel reported a bug.
+REPORT_TEST = "kernel.reported_no_bug_while_the_tests_ran"
+
 # A mutant that oopses, warns, makes KASAN report or hangs a task for
 # 120 s ends the boot at once (panic=-1 reboots, QEMU exits) instead of
 # leaving the guest wedged until the boot's time runs out. The kernel log
 # still names the report.
-# The last test of each program: fails when the kernel reported a bug.
-REPORT_TEST = "kernel.reported_no_bug_while_the_tests_ran"
 CRASH_ARGS = "oops=panic panic_on_warn=1 kasan.fault=panic hung_task_panic=1"
 if os.environ.get("GUEST_PANIC", "1") == "0":
     CRASH_ARGS = ""

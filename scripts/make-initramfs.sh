@@ -19,13 +19,30 @@ Usage: ${0##*/} [-h]
 
 Make $IMAGE: a static busybox with its applets in /bin,
 guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
-runner needs of coreutils' timeout), and the kselftest installation of
-each ABI, $BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
-/tests/<abi>/. An image of make bench has \$BUILD_DIR/bench/ (the bench
+runner needs of coreutils' timeout), guest/tap-prefix as /usr/bin/tap-prefix,
+and the kselftest installation of each ABI,
+$BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as /tests/<abi>/,
+its runner prefixing the tests' lines with tap-prefix instead of sed. An image of make bench has \$BUILD_DIR/bench/ (the bench
 programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
 
 Exit status: 0 on success, 1 on error.
 EOF
+}
+
+# busybox sed, which runner.sh prefixes the tests' output with when there
+# is no perl, holds its output while it writes into a pipe (guest/tap-prefix
+# says why that matters); busybox sh runs its own sed whatever the PATH.
+unbuffer_runner() {
+	local runner=$1 text
+
+	text=$(awk -v p="sed -e 's/^/# /'" -v by=/usr/bin/tap-prefix '
+		(i = index($0, p)) { n++; $0 = substr($0, 1, i - 1) by substr($0, i + length(p)) }
+		{ print }
+		END { if (n != 1) exit 1 }' "$runner") || {
+		log "warning: $runner has not one \"sed -e 's/^/# /'\" to replace; its output is left buffered"
+		return 0
+	}
+	printf '%s\n' "$text" > "$runner"
 }
 
 main() {
@@ -49,10 +66,12 @@ main() {
 	ln -s ../bin/reboot "$ROOT/sbin/reboot"
 	install -m 0755 "$REPO_DIR/guest/init" "$ROOT/init"
 	install -m 0755 "$REPO_DIR/guest/timeout" "$ROOT/usr/bin/timeout"
+	install -m 0755 "$REPO_DIR/guest/tap-prefix" "$ROOT/usr/bin/tap-prefix"
 	for abi in "$BUILD_DIR"/selftests/*/; do
 		[ -f "$abi/run_kselftest.sh" ] || continue
 		mkdir -p "$ROOT/tests/$(basename "$abi")"
 		cp -a "$abi/." "$ROOT/tests/$(basename "$abi")/"
+		unbuffer_runner "$ROOT/tests/$(basename "$abi")/kselftest/runner.sh"
 	done
 	if [ -d "$BENCH" ]; then
 		mkdir -p "$ROOT/bench"

@@ -23,7 +23,8 @@ Usage: ${0##*/} [-h] [checkpatch|build]...
               fail on a build error or on a sparse warning the prefix adds.
               A patch that only touches tools/testing/, .rst files or
               MAINTAINERS builds the same objects as its parent and is
-              not rebuilt. Then run coccicheck on those files at the base and at the top,
+              not rebuilt. Then run coccicheck on those files at the base and at the top
+              (scripts/coccicheck-file.sh: the semantic patches $JOBS at a time),
               and fail on a report the series adds. Line numbers are ignored
               when comparing, so moved code does not count as new.
 Without arguments, both. Logs go to $LOG/.
@@ -92,7 +93,8 @@ cocci() {
 
 	# Not -s: coccicheck prints nothing in a silent make.
 	# shellcheck disable=SC2086
-	bmake C=2 CHECK="$BISECT_TREE/scripts/coccicheck" MODE=report $objs \
+	COCCI_FILES="${objs//.o/.c}" COCCI_JOBS=$JOBS \
+		bmake C=2 CHECK="$REPO_DIR/scripts/coccicheck-file.sh" MODE=report $objs \
 		>"$LOG/cocci-$name.raw" 2>&1 || true
 	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: ' "$LOG/cocci-$name.raw" |
 		normalize_warnings > "$LOG/cocci-$name.txt" || true

@@ -1358,6 +1358,54 @@ TEST_F(wakeup_source, mod_adding_epollwakeup_to_queued_item_holds_it)
 }
 
 /*
+ * MOD adding EPOLLWAKEUP to an item with no event pending: the new source
+ * stays inactive, as nothing is queued for it to hold.
+ */
+TEST_F(wakeup_source, mod_adding_epollwakeup_to_idle_item_leaves_it_inactive)
+{
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo, EPOLLIN, 1));
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_MOD, env->fifo,
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	st = ws_stats(_metadata, env);
+	EXPECT_EQ(0, st.active_count);
+	expect_not_held_up(_metadata, env);
+	EXPECT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0));
+}
+
+/*
+ * A wakeup for events the item does not watch neither queues the item nor
+ * activates its source: a read from a full FIFO wakes the FIFO's writers
+ * with EPOLLOUT, and the item watches EPOLLIN only.
+ */
+TEST_F(wakeup_source, wakeup_for_unwatched_events_is_ignored)
+{
+	static char page[4096];
+	struct ws_env *env = &self->env;
+	struct wakeup_source_stats st;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, env->fifo,
+			 EPOLLIN | EPOLLET | EPOLLWAKEUP, 1));
+	while (write(env->fifo, page, sizeof(page)) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(1, epoll_wait(env->epfd, &ev, 1, 0));
+	expect_not_held_up(_metadata, env);
+
+	ASSERT_EQ(1, read(env->fifo, page, 1));
+	st = ws_stats(_metadata, env);
+	EXPECT_EQ(1, st.active_count)
+		TH_LOG("source activated by a wakeup for EPOLLOUT");
+	expect_not_held_up(_metadata, env);
+	EXPECT_EQ(0, epoll_wait(env->epfd, &ev, 1, 0))
+		TH_LOG("item reported after a wakeup for EPOLLOUT");
+}
+
+/*
  * Allocation failures where they happen. With CONFIG_FAILSLAB, writing N to
  * /proc/thread-self/fail-nth makes the N-th slab allocation of the thread
  * fail (Documentation/fault-injection/fault-injection.rst). One

@@ -19,10 +19,11 @@ Usage: ${0##*/} [-h]
 
 Make $IMAGE: a static busybox with its applets in /bin,
 guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
-runner needs of coreutils' timeout), guest/tap-prefix as /usr/bin/tap-prefix,
-and the kselftest installation of each ABI,
-$BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as /tests/<abi>/,
-its runner prefixing the tests' lines with tap-prefix instead of sed. An image of make bench has \$BUILD_DIR/bench/ (the bench
+runner needs of coreutils' timeout), guest/tap-prefix as
+/usr/bin/tap-prefix, and the kselftest installation of each ABI,
+$BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
+/tests/<abi>/, its runner prefixing the tests' lines with tap-prefix
+instead of sed. An image of make bench has \$BUILD_DIR/bench/ (the bench
 programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
 
 Exit status: 0 on success, 1 on error.

@@ -36,8 +36,8 @@ of the batch; one mutant's run takes 30-50 s); GUEST_STALL, seconds
 without guest output after which a boot is stopped (default 200: above
 the runner's per-program limit under TCG, 180 s; as the guest passes on
 each line of the programs' output when it comes, a live guest is silent
-at most for one test's own time limit, 30 or 60 s, so 90 is enough). The guest panics,
-hence reboots, on an oops, a WARN, a KASAN report or a hung task;
+at most for one test's own time limit, 30 or 60 s, so 90 is enough).
+The guest panics, hence reboots, on an oops, a WARN, a KASAN report or a hung task;
 GUEST_PANIC=0 lets it report and go on, so that the test programs'
 last test (kernel.reported_no_bug_while_the_tests_ran) sees the report.
 """

@@ -23,6 +23,7 @@
 #include <linux/mman.h>
 #include <linux/pm_wakeup.h>
 #include <linux/prandom.h>
+#include <linux/sched/signal.h>
 
 #define EP_TEST_NR_SRC	4
 
@@ -35,6 +36,7 @@ struct ep_test_src {
 	__poll_t mask;		/* what ->poll() reports */
 	/* Wake the queue from inside the next ->poll(), as another CPU could */
 	bool wake_in_poll;
+	__poll_t key;		/* the events the last ->poll() was asked for */
 	struct file *file;
 	int fd;			/* the fd the item is keyed on (never installed) */
 };
@@ -90,6 +92,7 @@ static __poll_t ep_test_src_poll(struct file *file, poll_table *pt)
 {
 	struct ep_test_src *src = file->private_data;
 
+	src->key = poll_requested_events(pt);
 	poll_wait(file, &src->wq, pt);
 	if (src->wake_in_poll) {
 		src->wake_in_poll = false;
@@ -105,9 +108,32 @@ static const struct file_operations ep_test_src_fops = {
 
 KUNIT_DEFINE_ACTION_WRAPPER(ep_test_fput, __fput_sync, struct file *);
 
-static int ep_test_init(struct kunit *test)
+/* The same steps as epoll_create1(), without installing an fd. */
+static int ep_test_instance(struct kunit *test, struct eventpoll **epp)
 {
 	struct eventpoll *ep;
+	struct file *file;
+	int error;
+
+	error = ep_alloc(&ep);
+	if (error)
+		return error;
+	file = anon_inode_getfile("[eventpoll]", &eventpoll_fops, ep, O_RDWR);
+	if (IS_ERR(file)) {
+		ep_clear_and_put(ep);
+		return PTR_ERR(file);
+	}
+	ep->file = file;
+	*epp = ep;
+	/*
+	 * Cleanup runs in another kthread, where fput() would be deferred:
+	 * release synchronously so that nothing outlives the case.
+	 */
+	return kunit_add_action_or_reset(test, ep_test_fput, file);
+}
+
+static int ep_test_init(struct kunit *test)
+{
 	unsigned long addr;
 	struct ep_test *t;
 	struct file *file;
@@ -125,22 +151,7 @@ static int ep_test_init(struct kunit *test)
 	snprintf(t->name, sizeof(t->name), "eventpoll_kunit_%d",
 		 atomic_inc_return(&ep_test_seq));
 
-	/* The same steps as epoll_create1(), without installing an fd. */
-	error = ep_alloc(&ep);
-	if (error)
-		return error;
-	file = anon_inode_getfile("[eventpoll]", &eventpoll_fops, ep, O_RDWR);
-	if (IS_ERR(file)) {
-		ep_clear_and_put(ep);
-		return PTR_ERR(file);
-	}
-	ep->file = file;
-	t->ep = ep;
-	/*
-	 * Cleanup runs in another kthread, where fput() would be deferred:
-	 * release synchronously so that nothing outlives the case.
-	 */
-	error = kunit_add_action_or_reset(test, ep_test_fput, file);
+	error = ep_test_instance(test, &t->ep);
 	if (error)
 		return error;
 
@@ -197,15 +208,22 @@ static void ep_test_need_wakeup(struct kunit *test)
  * the stack would otherwise count in the frame of every case, and some
  * cases are close to clang's 2048-byte frame limit.
  */
-static noinline_for_stack int ep_test_ctl(struct ep_test *t, int op, int i,
-					  __poll_t events, u64 data)
+static noinline_for_stack int ep_test_ctl_file(struct file *epfile, int op,
+					       struct file *file, int fd,
+					       __poll_t events, u64 data)
 {
 	struct epoll_event epds = { .events = events, .data = data };
-	struct ep_test_src *src = &t->src[i];
 	struct epoll_filefd tf;
 
-	ep_set_ffd(&tf, src->file, src->fd);
-	return do_epoll_ctl_file(t->ep->file, op, &tf, &epds, false);
+	ep_set_ffd(&tf, file, fd);
+	return do_epoll_ctl_file(epfile, op, &tf, &epds, false);
+}
+
+static int ep_test_ctl(struct ep_test *t, int op, int i, __poll_t events,
+		       u64 data)
+{
+	return ep_test_ctl_file(t->ep->file, op, t->src[i].file, t->src[i].fd,
+				events, data);
 }
 
 /*
@@ -1920,6 +1938,148 @@ static void eventpoll_random_walk(struct kunit *test)
 		   disarmed);
 }
 
+/*
+ * Only an ADD or MOD with EPOLLWAKEUP asks for CAP_BLOCK_SUSPEND. A
+ * successful capable() marks the task as having used a privilege
+ * (PF_SUPERPRIV, which process accounting reports), and an LSM audits the
+ * question, with a denial for every unprivileged caller; a call that does
+ * not need the capability must not ask. The DEL passes an event with
+ * EPOLLWAKEUP, as a caller's leftover buffer may: DEL ignores its event.
+ */
+struct ep_ask_case {
+	const char *name;
+	int op;
+	__poll_t events;
+	bool asks;		/* with CONFIG_PM_SLEEP */
+};
+
+static const struct ep_ask_case ep_ask_cases[] = {
+	{ "add_epollwakeup", EPOLL_CTL_ADD, EPOLLIN | EPOLLWAKEUP, true },
+	{ "add", EPOLL_CTL_ADD, EPOLLIN, false },
+	{ "mod", EPOLL_CTL_MOD, EPOLLIN | EPOLLOUT, false },
+	{ "del", EPOLL_CTL_DEL, EPOLLIN | EPOLLWAKEUP, false },
+};
+
+KUNIT_ARRAY_PARAM_DESC(ep_ask, ep_ask_cases, name);
+
+static void eventpoll_capability_asked(struct kunit *test)
+{
+	const struct ep_ask_case *c = test->param_value;
+	unsigned int saved = current->flags & PF_SUPERPRIV;
+	struct ep_test *t = test->priv;
+	bool asked;
+	int error;
+
+	if (!capable(CAP_BLOCK_SUSPEND))
+		kunit_skip(test, "the test runs without CAP_BLOCK_SUSPEND");
+	if (c->op != EPOLL_CTL_ADD)
+		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1),
+				0);
+
+	current->flags &= ~PF_SUPERPRIV;
+	error = ep_test_ctl(t, c->op, 0, c->events, 2);
+	asked = current->flags & PF_SUPERPRIV;
+	current->flags |= saved;
+
+	KUNIT_EXPECT_EQ(test, error, 0);
+	KUNIT_EXPECT_EQ(test, asked, c->asks && EP_TEST_WS);
+}
+
+/*
+ * An ADD of a file that is not an epoll file, to an instance that no other
+ * instance watches, takes neither epnested_mutex nor the loop and path
+ * checks, which serialise the nested ADDs of the whole system: their
+ * generation count stays put. A check leaves no instance marked as
+ * visited by it, else the next ADD to one would take them again.
+ */
+static void eventpoll_add_fast_path(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct eventpoll *outer;
+	u64 gen;
+
+	gen = READ_ONCE(loop_check_gen);
+	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 0), 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(loop_check_gen), gen);
+
+	/* An instance that watches the test's: a full check. */
+	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &outer), 0);
+	KUNIT_EXPECT_EQ(test, ep_test_ctl_file(outer->file, EPOLL_CTL_ADD,
+					       t->ep->file, EP_TEST_NR_SRC,
+					       EPOLLIN, 0), 0);
+	gen = READ_ONCE(loop_check_gen);
+	KUNIT_EXPECT_NE(test, t->ep->gen, gen);
+	KUNIT_EXPECT_NE(test, outer->gen, gen);
+
+	/* Nobody watches the outer instance: the fast path again. */
+	KUNIT_EXPECT_EQ(test, ep_test_ctl_file(outer->file, EPOLL_CTL_ADD,
+					       t->src[1].file, t->src[1].fd,
+					       EPOLLIN, 1), 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(loop_check_gen), gen);
+}
+
+/*
+ * A task being killed takes no event: epoll_wait() returns -EINTR and
+ * leaves the item queued, with its wakeup source held, for the other
+ * waiters of the instance. A kthread lets SIGKILL be sent to it only
+ * once it allows the signal.
+ */
+static void eventpoll_deliver_fatal_signal(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct ep_test_state s;
+	int n;
+
+	ep_test_set(t, 0, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
+					  EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 3),
+			0);
+	allow_signal(SIGKILL);
+	send_sig(SIGKILL, current, 1);
+	KUNIT_EXPECT_TRUE(test, fatal_signal_pending(current));
+	n = ep_test_wait(t, EP_TEST_NR_SRC, ev);
+	flush_signals(current);
+	disallow_signal(SIGKILL);
+
+	KUNIT_EXPECT_EQ(test, n, -EINTR);
+	ep_test_check(t, &s, "killed wait");
+	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
+	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
+			ep_u32(ep_test_stored(EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP |
+					      EPOLLERR | EPOLLHUP)));
+
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
+	KUNIT_EXPECT_EQ(test, ev[0].data, 3);
+}
+
+/*
+ * A target's ->poll() is asked for the events of the item, not for all:
+ * a target may skip the work for the others, and some do (a unix datagram
+ * socket looks at its peer's queue only for EPOLLOUT).
+ */
+static void eventpoll_poll_key(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct ep_test_state s;
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1), 0);
+	ep_test_check(t, &s, "add");
+	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
+
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0,
+					  EPOLLOUT | EPOLLET, 2), 0);
+	ep_test_check(t, &s, "mod");
+	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
+
+	t->src[0].key = 0;
+	ep_test_fire(t, 0, EPOLLOUT, EPOLLOUT);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
+	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
+}
+
 static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_insert_ready, ep_insert_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_callback_queue, ep_callback_gen_params),
@@ -1940,6 +2100,10 @@ static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_wakeup_alloc_failure, ep_alloc_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_disable_item, ep_disable_gen_params),
 	KUNIT_CASE(eventpoll_random_walk),
+	KUNIT_CASE_PARAM(eventpoll_capability_asked, ep_ask_gen_params),
+	KUNIT_CASE(eventpoll_add_fast_path),
+	KUNIT_CASE(eventpoll_deliver_fatal_signal),
+	KUNIT_CASE(eventpoll_poll_key),
 	{}
 };
 

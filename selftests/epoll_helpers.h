@@ -18,7 +18,8 @@
  *   of a suspend daemon.
  * - wakeup_source_find(): look up a wakeup source by name in
  *   /sys/class/wakeup.
- * - task_sleeps(): whether a thread sleeps, and in which system call.
+ * - task_sleeps(), process_sleeps(): whether a thread of this process, or
+ *   a child process, sleeps, and in which system call.
  * - mtx_holder_*(): a thread that stops in the middle of an epoll_wait()
  *   scan, holding ep->mtx, until the test lets it go on.
  * - kernel_reports_*(): the bug reports (WARN, oops, KASAN, soft lockup,
@@ -732,15 +733,15 @@ static inline void ring_exit(struct ring *r)
 		close(r->fd);
 }
 
-/* Read /proc/self/task/<tid>/<file> into @buf as a string; false if not. */
-static inline bool __task_file(int tid, const char *file, char *buf,
-			       size_t size)
+/* Read /proc/<pid>/task/<tid>/<file> into @buf as a string; false if not. */
+static inline bool __task_file(pid_t pid, int tid, const char *file,
+			       char *buf, size_t size)
 {
 	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, file);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid, tid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -752,24 +753,20 @@ static inline bool __task_file(int tid, const char *file, char *buf,
 	return true;
 }
 
-/*
- * True once thread @tid of this process is in state @state ('S': asleep,
- * 'D': uninterruptible) and, unless @nr is negative, inside system call
- * @nr, as /proc shows them; false if it is not within @timeout_ms.
- */
-static inline bool task_sleeps(int tid, char state, long nr, int timeout_ms)
+static inline bool __task_sleeps(pid_t pid, int tid, char state, long nr,
+				 int timeout_ms)
 {
 	int64_t deadline = __monotonic_ms() + timeout_ms;
 	char buf[512], *p;
 
 	do {
-		if (!__task_file(tid, "stat", buf, sizeof(buf)))
+		if (!__task_file(pid, tid, "stat", buf, sizeof(buf)))
 			return false;
 		p = strrchr(buf, ')');
 		if (p && p[1] == ' ' && p[2] == state) {
 			if (nr < 0)
 				return true;
-			if (!__task_file(tid, "syscall", buf, sizeof(buf)))
+			if (!__task_file(pid, tid, "syscall", buf, sizeof(buf)))
 				return false;
 			/* "running", or the number and arguments of the call */
 			if (buf[0] >= '0' && buf[0] <= '9' &&
@@ -779,6 +776,23 @@ static inline bool task_sleeps(int tid, char state, long nr, int timeout_ms)
 		usleep(1000);
 	} while (__monotonic_ms() < deadline);
 	return false;
+}
+
+/*
+ * True once thread @tid of this process is in state @state ('S': asleep,
+ * 'D': uninterruptible) and, unless @nr is negative, inside system call
+ * @nr, as /proc shows them; false if it is not within @timeout_ms.
+ */
+static inline bool task_sleeps(int tid, char state, long nr, int timeout_ms)
+{
+	return __task_sleeps(getpid(), tid, state, nr, timeout_ms);
+}
+
+/* As task_sleeps(), for the single-threaded child process @pid. */
+static inline bool process_sleeps(pid_t pid, char state, long nr,
+				  int timeout_ms)
+{
+	return __task_sleeps(pid, pid, state, nr, timeout_ms);
 }
 
 /*

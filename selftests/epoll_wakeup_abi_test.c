@@ -2573,6 +2573,129 @@ TEST(level_triggered_event_wakes_every_waiter_in_turn)
 	close(epfd);
 }
 
+/* voluntary_ctxt_switches of thread @tid of this process, or -1. */
+static long voluntary_switches(int tid)
+{
+	static const char field[] = "\nvoluntary_ctxt_switches:";
+	char buf[4096], *p;
+
+	if (!__task_file(getpid(), tid, "status", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, field);
+	return p ? strtol(p + strlen(field), NULL, 10) : -1;
+}
+
+/*
+ * An edge-triggered event goes to one sleeper, and the scan that delivers
+ * it leaves nothing queued, so it wakes nobody else: the other sleeper is
+ * not even woken to find nothing (its voluntary context switches stay
+ * put). A real event then wakes it.
+ */
+TEST(edge_triggered_event_wakes_one_waiter_only)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	int64_t deadline = __monotonic_ms() + WAITER_TIMEOUT_MS / 2;
+	int epfd, efd, i, taker = -1, other;
+	struct sleeper s[2];
+	long before[2];
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev));
+	for (i = 0; i < 2; i++)
+		sleeper_start(_metadata, &s[i], epfd);
+	for (i = 0; i < 2; i++) {
+		before[i] = voluntary_switches(atomic_load(&s[i].tid));
+		ASSERT_LE(0, before[i]);
+	}
+
+	eventfd_signal_once(_metadata, efd);
+	while (taker < 0 && __monotonic_ms() < deadline) {
+		for (i = 0; i < 2 && taker < 0; i++)
+			if (!pthread_tryjoin_np(s[i].thread, NULL))
+				taker = i;
+		usleep(1000);
+	}
+	ASSERT_LE(0, taker)
+		TH_LOG("neither waiter took the event");
+	EXPECT_EQ(1, s[taker].result);
+	other = !taker;
+	usleep(100 * 1000);	/* time for a wakeup to be slept off */
+	EXPECT_EQ(before[other], voluntary_switches(atomic_load(&s[other].tid)))
+		TH_LOG("the other waiter was woken with nothing to report");
+
+	eventfd_signal_once(_metadata, efd);
+	ASSERT_EQ(0, pthread_join(s[other].thread, NULL));
+	EXPECT_EQ(1, s[other].result)
+		TH_LOG("the other waiter slept through the second event");
+	close(efd);
+	close(epfd);
+}
+
+/* A thread asleep in poll(2) of an epoll fd. */
+struct poller {
+	int epfd;
+	pthread_t thread;
+	atomic_int tid;
+	int result;		/* poll()'s */
+};
+
+static void *poller_fn(void *arg)
+{
+	struct poller *p = arg;
+	struct pollfd pfd = { .fd = p->epfd, .events = POLLIN };
+
+	atomic_store(&p->tid, syscall(__NR_gettid));
+	p->result = poll(&pfd, 1, WAITER_TIMEOUT_MS);
+	return NULL;
+}
+
+/*
+ * The pollers of an epoll fd are woken when an item is queued, not by the
+ * ADD, MOD or DEL of an item with nothing to report: the poller's
+ * voluntary context switches stay put. A queued item then wakes it.
+ */
+TEST(ctl_of_an_idle_item_wakes_no_poller)
+{
+	struct poller p;
+	int epfd, efd, i;
+	long before;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	p.epfd = epfd;
+	atomic_store(&p.tid, 0);
+	ASSERT_EQ(0, pthread_create(&p.thread, NULL, poller_fn, &p));
+	while (!atomic_load(&p.tid))
+		usleep(1000);
+	ASSERT_TRUE(task_sleeps(atomic_load(&p.tid), 'S', -1,
+				WAITER_TIMEOUT_MS / 2))
+		TH_LOG("the poller did not go to sleep");
+	before = voluntary_switches(atomic_load(&p.tid));
+	ASSERT_LE(0, before);
+
+	for (i = 0; i < 10; i++) {
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, efd, EPOLLIN, i));
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_MOD, efd, EPOLLIN | EPOLLPRI, i));
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_DEL, efd, 0, 0));
+	}
+	usleep(100 * 1000);	/* time for a wakeup to be slept off */
+	EXPECT_EQ(before, voluntary_switches(atomic_load(&p.tid)))
+		TH_LOG("the poller was woken with nothing to report");
+
+	ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, efd, EPOLLIN, 0));
+	eventfd_signal_once(_metadata, efd);
+	ASSERT_EQ(0, pthread_join(p.thread, NULL));
+	EXPECT_EQ(1, p.result)
+		TH_LOG("the poller slept through the queued item");
+	close(efd);
+	close(epfd);
+}
+
 /*
  * EPOLLEXCLUSIVE: a wakeup of the target stops at the first instance,
  * in the order they were added, that watches it exclusively and has a
@@ -2700,6 +2823,406 @@ TEST_F(exclusive_wake, instance_without_a_waiter_passes_the_wakeup_on)
 			TH_LOG("instance %d did not queue the event", i);
 		EXPECT_EQ(i, ev.data.u64);
 	}
+}
+
+/*
+ * What the release paths free, seen in the per-cache object counts of
+ * /proc/slabinfo: a release that forgets a kfree_rcu() or a reference
+ * leaks an object per call, which nothing an epoll call returns shows.
+ * Objects freed by RCU count until their grace period ends, those KASAN
+ * holds in quarantine until it lets them go (a shrink of the cache does)
+ * and a CPU's current slabs count whole, so a cache settles within a few
+ * slabs of where it was; an object leaked per call leaves it a call's
+ * count higher.
+ */
+#define SLABINFO_PATH "/proc/slabinfo"
+#define SLAB_SYSFS_PATH "/sys/kernel/slab"
+#define SLAB_CACHES_MAX 1024
+#define SLAB_OPS 4000
+#define SLAB_SETTLE_MS 10000
+
+struct slab_counts {
+	int n;
+	struct {
+		char name[64];
+		long active;	/* objects in use */
+	} cache[SLAB_CACHES_MAX];
+};
+
+static struct slab_counts slab_before, slab_now;
+
+static int slab_counts_read(struct slab_counts *s)
+{
+	char line[512];
+	long total = 0;
+	FILE *f;
+
+	f = fopen(SLABINFO_PATH, "re");
+	if (!f)
+		return -errno;
+	s->n = 0;
+	while (s->n < SLAB_CACHES_MAX && fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' ||
+		    sscanf(line, "%63s %ld", s->cache[s->n].name,
+			   &s->cache[s->n].active) != 2)
+			continue;
+		total += s->cache[s->n].active;
+		s->n++;
+	}
+	fclose(f);
+	/* Without CONFIG_SLUB_DEBUG the kernel counts no objects in use. */
+	return total > 0 ? 0 : -ENODATA;
+}
+
+/* The cache that grew most from @before to @now, and by how much. */
+static long slab_largest_growth(const struct slab_counts *before,
+				const struct slab_counts *now,
+				const char **name)
+{
+	long growth, largest = LONG_MIN;
+	int i, j;
+
+	for (i = 0; i < now->n; i++) {
+		growth = now->cache[i].active;
+		for (j = 0; j < before->n; j++) {
+			if (!strcmp(before->cache[j].name, now->cache[i].name)) {
+				growth -= before->cache[j].active;
+				break;
+			}
+		}
+		if (growth > largest) {
+			largest = growth;
+			*name = now->cache[i].name;
+		}
+	}
+	return largest;
+}
+
+FIXTURE(frees) {
+	struct ws_env env;	/* directory and epoll fd, if the test opens them */
+	char path[sizeof(((struct ws_env *)0)->dir) + NAME_MAX + 2];
+};
+
+FIXTURE_SETUP(frees)
+{
+	int ret;
+
+	self->env.epfd = -1;
+	self->env.fifo = -1;
+	self->env.reader.pid = 0;
+	self->env.dir[0] = '\0';
+	self->path[0] = '\0';
+	ret = slab_counts_read(&slab_before);
+
+	if (ret == -EACCES)
+		SKIP(return, "%s is readable by root only", SLABINFO_PATH);
+	if (ret == -ENODATA)
+		SKIP(return, "%s counts no objects: kernel without CONFIG_SLUB_DEBUG",
+		     SLABINFO_PATH);
+	ASSERT_EQ(0, ret)
+		TH_LOG("%s: %s", SLABINFO_PATH, strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(frees)
+{
+	if (self->path[0])
+		unlink(self->path);
+	if (self->env.dir[0])
+		ws_env_teardown(_metadata, &self->env);
+}
+
+/* Shrink cache @name: KASAN then frees what it holds in quarantine. */
+static void slab_shrink(const char *name)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), SLAB_SYSFS_PATH "/%s/shrink", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) < 0)
+		; /* a shrink is only a hint */
+	close(fd);
+}
+
+/* Fail if a cache stays @ops / 2 objects above where it was. */
+static void slab_expect_settled(struct __test_metadata *_metadata, long ops)
+{
+	int64_t deadline = __monotonic_ms() + SLAB_SETTLE_MS;
+	const char *name = "";
+	long growth;
+
+	do {
+		ASSERT_EQ(0, slab_counts_read(&slab_now));
+		growth = slab_largest_growth(&slab_before, &slab_now, &name);
+		if (growth < ops / 2)
+			return;
+		slab_shrink(name);
+		usleep(20 * 1000);
+	} while (__monotonic_ms() < deadline);
+	EXPECT_GT(ops / 2, growth)
+		TH_LOG("slab cache %s holds %ld more objects %d ms after %ld releases",
+		       name, growth, SLAB_SETTLE_MS, ops);
+}
+
+TEST_F(frees, close_of_an_instance_frees_it)
+{
+	int i, epfd;
+
+	for (i = 0; i < SLAB_OPS; i++) {
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, epfd);
+		ASSERT_EQ(0, close(epfd));
+	}
+	slab_expect_settled(_metadata, SLAB_OPS);
+}
+
+TEST_F(frees, del_frees_the_item)
+{
+	int i, epfd, efd;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	for (i = 0; i < SLAB_OPS; i++) {
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, efd, EPOLLIN, i))
+			TH_LOG("ADD %d: %s", i, strerror(errno));
+		ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_DEL, efd, 0, 0))
+			TH_LOG("DEL %d: %s", i, strerror(errno));
+	}
+	slab_expect_settled(_metadata, SLAB_OPS);
+	close(efd);
+	close(epfd);
+}
+
+/*
+ * An instance holds a reference on the user that created it (the owner of
+ * its watches budget), which its close drops. Each instance is made by a
+ * child of its own under a user of its own, so that the user goes away
+ * with the child unless the instance kept it.
+ */
+#define SLAB_USER_OPS 400
+#define SLAB_FIRST_UID 61000
+
+TEST_F(frees, close_of_an_instance_drops_its_user)
+{
+	int i, epfd, status;
+	uid_t uid;
+	pid_t pid;
+
+	if (cap_is_effective(CAP_SETUID) != 1)
+		SKIP(return, "needs CAP_SETUID (run as root)");
+	for (i = 0; i < SLAB_USER_OPS; i++) {
+		uid = SLAB_FIRST_UID + i;
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			if (setresuid(uid, uid, uid))
+				_exit(2);
+			epfd = epoll_create1(EPOLL_CLOEXEC);
+			_exit(epfd < 0 ? 3 : 0);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("child of uid %d: status 0x%x", uid, status);
+	}
+	slab_expect_settled(_metadata, SLAB_USER_OPS);
+}
+
+/*
+ * An ADD to an instance that another one watches checks the wakeup paths
+ * of the target, listing it on a global list for the time of the check;
+ * the end of the check takes it off again, so that the list head of the
+ * target's items goes with its last item.
+ */
+TEST_F(frees, close_of_a_target_checked_for_paths_frees_its_head)
+{
+	int i, inner, outer, p[2];
+
+	inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, inner);
+	outer = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, outer);
+	ASSERT_EQ(0, ctl(outer, EPOLL_CTL_ADD, inner, EPOLLIN, 0));
+	for (i = 0; i < SLAB_OPS / 4; i++) {
+		ASSERT_EQ(0, pipe2(p, O_CLOEXEC));
+		ASSERT_EQ(0, ctl(inner, EPOLL_CTL_ADD, p[0], EPOLLIN, i))
+			TH_LOG("ADD %d: %s", i, strerror(errno));
+		close(p[0]);
+		close(p[1]);
+	}
+	slab_expect_settled(_metadata, SLAB_OPS / 4);
+	close(outer);
+	close(inner);
+}
+
+/*
+ * A wakeup source is named after its target's dentry. A name too long to
+ * be stored in the dentry is a separate, reference-counted allocation,
+ * which must go with the dentry once the source has its copy. Each FIFO
+ * is unlinked while open, so that its dentry goes with the last close.
+ */
+#define SLAB_WAKEUP_OPS 400
+
+TEST_F(frees, close_of_a_long_named_target_frees_its_name)
+{
+	struct ws_env *env = &self->env;
+	char *path = self->path;
+	int i, fd, len;
+
+	if (!wakeup_sources_supported())
+		SKIP(return, "no " WAKEUP_CLASS_PATH
+		     ": kernel without CONFIG_PM_SLEEP");
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	ws_env_open(_metadata, env);
+	len = snprintf(path, sizeof(self->path), "%s/", env->dir);
+	memset(path + len, 'n', 200);
+	path[len + 200] = '\0';
+
+	for (i = 0; i < SLAB_WAKEUP_OPS; i++) {
+		ASSERT_EQ(0, mkfifo(path, 0600));
+		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ctl(env->epfd, EPOLL_CTL_ADD, fd,
+				 EPOLLIN | EPOLLWAKEUP, i))
+			TH_LOG("ADD %d: %s", i, strerror(errno));
+		ASSERT_EQ(0, unlink(path));
+		ASSERT_EQ(0, close(fd));
+	}
+	slab_expect_settled(_metadata, SLAB_WAKEUP_OPS);
+}
+
+/*
+ * A waiter killed while an event is ready for it returns without taking
+ * the event, so an edge-triggered or oneshot item stays queued for the
+ * other waiters of a shared epoll file. The test runs at a real-time
+ * priority on the waiter's CPU while it queues the event and kills the
+ * waiter, so the waiter, woken by the event, runs with SIGKILL pending.
+ */
+FIXTURE(killed_waiter) {
+	int epfd;
+	int efd;
+};
+
+FIXTURE_VARIANT(killed_waiter) {
+	uint32_t events;
+};
+
+FIXTURE_VARIANT_ADD(killed_waiter, edge_triggered) {
+	.events = EPOLLIN | EPOLLET,
+};
+
+FIXTURE_VARIANT_ADD(killed_waiter, oneshot) {
+	.events = EPOLLIN | EPOLLONESHOT,
+};
+
+FIXTURE_SETUP(killed_waiter)
+{
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 variant->events, 1));
+}
+
+FIXTURE_TEARDOWN(killed_waiter)
+{
+	close(self->efd);
+	close(self->epfd);
+}
+
+TEST_F(killed_waiter, leaves_the_event_queued)
+{
+	struct sched_param fifo = { .sched_priority = 1 }, other = { 0 };
+	struct epoll_event ev;
+	uint64_t one = 1;
+	ssize_t written;
+	cpu_set_t cpu;
+	int status;
+	pid_t pid;
+
+	CPU_ZERO(&cpu);
+	CPU_SET(sched_getcpu(), &cpu);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu), &cpu));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		epoll_pwait(self->epfd, &ev, 1, WAITER_TIMEOUT_MS, NULL);
+		_exit(1);
+	}
+	if (!process_sleeps(pid, 'S', __NR_epoll_pwait, WAITER_TIMEOUT_MS / 2)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		ASSERT_TRUE(false)
+			TH_LOG("the waiter did not go to sleep in epoll_pwait()");
+	}
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		SKIP(return, "needs CAP_SYS_NICE (SCHED_FIFO): run as root");
+	}
+	written = write(self->efd, &one, sizeof(one));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(0, sched_setscheduler(0, SCHED_OTHER, &other));
+	ASSERT_EQ(sizeof(one), written);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	EXPECT_EQ(1, epoll_wait(self->epfd, &ev, 1, 0))
+		TH_LOG("the killed waiter took the event with it");
+}
+
+/*
+ * EPOLL_CTL_MOD of an item without a wakeup source has none to destroy,
+ * so it waits for no RCU grace period: it costs about what an ADD and a
+ * DEL of an item cost, not milliseconds. Each is counted in windows of
+ * TIMED_WINDOW_MS, long against a tick (the guest's clock may be
+ * jiffies), and the best of TIMED_ROUNDS windows is kept, to leave out
+ * the ones the host interrupted.
+ */
+#define TIMED_ROUNDS 5
+#define TIMED_WINDOW_MS 100
+
+TEST(mod_without_a_wakeup_source_waits_for_no_grace_period)
+{
+	long mods = 0, pairs = 0, n;
+	int round, epfd, efd, other;
+	int64_t end;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, epfd);
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, efd, EPOLLIN, 0));
+
+	for (round = 0; round < TIMED_ROUNDS; round++) {
+		end = __monotonic_ms() + TIMED_WINDOW_MS;
+		for (n = 0; __monotonic_ms() < end; n++)
+			ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_MOD, efd,
+					 n & 1 ? EPOLLIN : EPOLLIN | EPOLLPRI, n));
+		if (n > mods)
+			mods = n;
+
+		end = __monotonic_ms() + TIMED_WINDOW_MS;
+		for (n = 0; __monotonic_ms() < end; n++) {
+			ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_ADD, other, EPOLLIN, n));
+			ASSERT_EQ(0, ctl(epfd, EPOLL_CTL_DEL, other, 0, 0));
+		}
+		if (n > pairs)
+			pairs = n;
+	}
+	EXPECT_LE(pairs, 2 * mods)
+		TH_LOG("in %d ms: %ld MODs, %ld ADD+DEL pairs",
+		       TIMED_WINDOW_MS, mods, pairs);
+	close(other);
+	close(efd);
+	close(epfd);
 }
 
 /* Registered last, so it runs after every other test of the program. */

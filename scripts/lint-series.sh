@@ -23,8 +23,10 @@ Usage: ${0##*/} [-h] [checkpatch|build]...
               fail on a build error or on a sparse warning the prefix adds.
               A patch that only touches tools/testing/, .rst files or
               MAINTAINERS builds the same objects as its parent and is
-              not rebuilt. Then run coccicheck on those files at the base and at the top
-              (scripts/coccicheck-file.sh: the semantic patches $JOBS at a time),
+              not rebuilt. Then run coccicheck on those files at the top
+              (scripts/coccicheck-file.sh: the semantic patches $JOBS at a time)
+              and, when it reports anything, at the base with the semantic
+              patches that reported (no other can report something new),
               and fail on a report the series adds. Line numbers are ignored
               when comparing, so moved code does not count as new.
 Without arguments, both. Logs go to $LOG/.
@@ -88,12 +90,17 @@ build_step() {
 		normalize_warnings > "$LOG/sparse-$name.txt" || true
 }
 
+# cocci NAME OBJECTS [SEMANTIC PATCHES]: coccicheck report of the checked
+# out tree in cocci-NAME.txt, the semantic patches that reported in
+# cocci-NAME.reported.
 cocci() {
-	local name=$1 objs=$2
+	local name=$1 objs=$2 only=${3:-}
 
+	: > "$LOG/cocci-$name.reported"
 	# Not -s: coccicheck prints nothing in a silent make.
 	# shellcheck disable=SC2086
-	COCCI_FILES="${objs//.o/.c}" COCCI_JOBS=$JOBS \
+	COCCI_FILES="${objs//.o/.c}" COCCI_JOBS=$JOBS COCCI_ONLY="$only" \
+		COCCI_REPORTED="$LOG/cocci-$name.reported" \
 		bmake C=2 CHECK="$REPO_DIR/scripts/coccicheck-file.sh" MODE=report $objs \
 		>"$LOG/cocci-$name.raw" 2>&1 || true
 	grep -E '^[^ ]+:[0-9]+:[0-9]+-[0-9]+: ' "$LOG/cocci-$name.raw" |
@@ -103,7 +110,7 @@ cocci() {
 added() { comm -13 "$1" "$2"; }
 
 build() {
-	local base objs prev=base rev i=0 p new
+	local base top objs prev=base rev i=0 p new reported
 
 	base=$(base_commit)
 	objs=$(touched_objects | tr '\n' ' ')
@@ -115,7 +122,6 @@ build() {
 	log "objects: $objs"
 
 	build_step "$base" base "$objs" || return
-	cocci base "$objs"
 	while read -r rev <&3; do
 		i=$((i + 1))
 		p=$(series_patches | sed -n "${i}p")
@@ -130,12 +136,21 @@ build() {
 	done 3< <(git -C "$WORKTREE" rev-list --reverse "$base..HEAD")
 	[ "$i" -eq "$(series_patches | wc -l)" ] ||
 		problem "checked $i commits, but the series has $(series_patches | wc -l) patches"
-	git -C "$BISECT_TREE" checkout -q -f "$(git -C "$WORKTREE" rev-parse HEAD)" ||
+	top=$(git -C "$WORKTREE" rev-parse HEAD)
+	git -C "$BISECT_TREE" checkout -q -f "$top" ||
 		{ problem "cannot check out the top of the series in $BISECT_TREE"; return; }
 	cocci top "$objs"
+	reported=$(sort -u "$LOG/cocci-top.reported" | tr '\n' ' ')
+	: > "$LOG/cocci-base.txt"
+	if [ -n "$reported" ]; then
+		git -C "$BISECT_TREE" checkout -q -f "$base" &&
+			cocci base "$objs" "$reported" &&
+			git -C "$BISECT_TREE" checkout -q -f "$top" ||
+			{ problem "cannot run coccicheck at the base in $BISECT_TREE"; return; }
+	fi
 	new=$(added "$LOG/cocci-base.txt" "$LOG/cocci-top.txt")
 	[ -z "$new" ] || { problem "the series adds coccinelle reports:"; sed 's/^/    /' <<<"$new" >&2; }
-	[ "$fail" -eq 1 ] || log "build, sparse, coccinelle: $i patches clean ($(wc -l < "$LOG/sparse-base.txt") sparse and $(wc -l < "$LOG/cocci-base.txt") coccinelle lines at base, none added)"
+	[ "$fail" -eq 1 ] || log "build, sparse, coccinelle: $i patches clean ($(wc -l < "$LOG/sparse-base.txt") sparse and $(wc -l < "$LOG/cocci-top.txt") coccinelle lines at the top, all at the base too)"
 }
 
 main() {

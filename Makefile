@@ -20,9 +20,15 @@ RESULTS := $(OUT_DIR)/results
 STAGE := $(S)/stage.sh
 EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/eventpoll.kunitconfig ] || echo --expect-kunit)
 
-# make check builds the matrix short (-q -t): the whole series against the
-# base in every configuration; make matrix builds every patch.
-MATRIX_CHECK_FLAGS ?= -q -t
+# make check builds the matrix short: the whole series against the base
+# (-q -t), in the configurations no other stage of make check compiles
+# alike. Left to make matrix (every patch, every configuration):
+# x86_64-gcc (the bisect stage builds every patch with x86_64 gcc and
+# sparse), arm64-gcc (64-bit gcc with W=1: the x86_64-no-* ones) and
+# x86_64-no-pm-sleep (KUnit on UML without PM_SLEEP builds and runs it).
+MATRIX_CHECK_CONFIGS ?= x86_64-clang-debug i386-gcc arm-gcc x86_64-no-io-uring \
+	x86_64-no-epoll
+MATRIX_CHECK_FLAGS ?= -q -t $(foreach c,$(MATRIX_CHECK_CONFIGS),-c $(c))
 
 # make check also runs bench/'s short correctness mode (epoll_server
 # --check) in the guest; make check BENCH_CHECK= leaves it out.

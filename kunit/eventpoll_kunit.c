@@ -200,7 +200,7 @@ static void ep_test_need_wakeup(struct kunit *test)
 }
 
 /*
- * epoll_ctl() on a source: do_epoll_ctl() without its two fd lookups. The
+ * epoll_ctl() on any file: do_epoll_ctl() without its two fd lookups. The
  * real syscall would need fds, but a case and its cleanup run in two
  * kthreads that share the file table of all kernel threads; keeping plain
  * file references keeps their lifetime under the control of the test.
@@ -210,20 +210,22 @@ static void ep_test_need_wakeup(struct kunit *test)
  */
 static noinline_for_stack int ep_test_ctl_file(struct file *epfile, int op,
 					       struct file *file, int fd,
-					       __poll_t events, u64 data)
+					       __poll_t events, u64 data,
+					       bool nonblock)
 {
 	struct epoll_event epds = { .events = events, .data = data };
 	struct epoll_filefd tf;
 
 	ep_set_ffd(&tf, file, fd);
-	return do_epoll_ctl_file(epfile, op, &tf, &epds, false);
+	return do_epoll_ctl_file(epfile, op, &tf, &epds, nonblock);
 }
 
+/* epoll_ctl() of the test's instance on source @i. */
 static int ep_test_ctl(struct ep_test *t, int op, int i, __poll_t events,
 		       u64 data)
 {
 	return ep_test_ctl_file(t->ep->file, op, t->src[i].file, t->src[i].fd,
-				events, data);
+				events, data, false);
 }
 
 /*
@@ -1988,34 +1990,44 @@ static void eventpoll_capability_asked(struct kunit *test)
 /*
  * An ADD of a file that is not an epoll file, to an instance that no other
  * instance watches, takes neither epnested_mutex nor the loop and path
- * checks, which serialise the nested ADDs of the whole system: their
- * generation count stays put. A check leaves no instance marked as
- * visited by it, else the next ADD to one would take them again.
+ * checks, which serialise the nested ADDs of the whole system. A check
+ * leaves no instance marked as visited by it (ep->gen), else the next ADD
+ * to one would take them again. With epnested_mutex held by the case, a
+ * nonblocking ADD that wants it fails with -EAGAIN.
  */
+static int ep_test_add_nested_busy(struct eventpoll *ep, struct file *file,
+				   int fd)
+{
+	int error;
+
+	mutex_lock(&epnested_mutex);
+	error = ep_test_ctl_file(ep->file, EPOLL_CTL_ADD, file, fd, EPOLLIN, 0,
+				 true);
+	mutex_unlock(&epnested_mutex);
+	return error;
+}
+
 static void eventpoll_add_fast_path(struct kunit *test)
 {
 	struct ep_test *t = test->priv;
 	struct eventpoll *outer;
-	u64 gen;
 
-	gen = READ_ONCE(loop_check_gen);
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 0), 0);
-	KUNIT_EXPECT_EQ(test, READ_ONCE(loop_check_gen), gen);
+	KUNIT_EXPECT_EQ(test, ep_test_add_nested_busy(t->ep, t->src[0].file,
+						      t->src[0].fd), 0);
 
 	/* An instance that watches the test's: a full check. */
 	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &outer), 0);
 	KUNIT_EXPECT_EQ(test, ep_test_ctl_file(outer->file, EPOLL_CTL_ADD,
 					       t->ep->file, EP_TEST_NR_SRC,
-					       EPOLLIN, 0), 0);
-	gen = READ_ONCE(loop_check_gen);
-	KUNIT_EXPECT_NE(test, t->ep->gen, gen);
-	KUNIT_EXPECT_NE(test, outer->gen, gen);
+					       EPOLLIN, 0, false), 0);
+	mutex_lock(&epnested_mutex);
+	KUNIT_EXPECT_NE(test, t->ep->gen, loop_check_gen);
+	KUNIT_EXPECT_NE(test, outer->gen, loop_check_gen);
+	mutex_unlock(&epnested_mutex);
 
 	/* Nobody watches the outer instance: the fast path again. */
-	KUNIT_EXPECT_EQ(test, ep_test_ctl_file(outer->file, EPOLL_CTL_ADD,
-					       t->src[1].file, t->src[1].fd,
-					       EPOLLIN, 1), 0);
-	KUNIT_EXPECT_EQ(test, READ_ONCE(loop_check_gen), gen);
+	KUNIT_EXPECT_EQ(test, ep_test_add_nested_busy(outer, t->src[1].file,
+						      t->src[1].fd), 0);
 }
 
 /*

@@ -2594,9 +2594,9 @@ static long voluntary_switches(int tid)
 TEST(edge_triggered_event_wakes_one_waiter_only)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
-	int64_t deadline = __monotonic_ms() + WAITER_TIMEOUT_MS / 2;
 	int epfd, efd, i, taker = -1, other;
 	struct sleeper s[2];
+	int64_t deadline;
 	long before[2];
 
 	epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -2612,6 +2612,7 @@ TEST(edge_triggered_event_wakes_one_waiter_only)
 	}
 
 	eventfd_signal_once(_metadata, efd);
+	deadline = __monotonic_ms() + WAITER_TIMEOUT_MS / 2;
 	while (taker < 0 && __monotonic_ms() < deadline) {
 		for (i = 0; i < 2 && taker < 0; i++)
 			if (!pthread_tryjoin_np(s[i].thread, NULL))
@@ -2931,19 +2932,22 @@ FIXTURE_TEARDOWN(frees)
 		ws_env_teardown(_metadata, &self->env);
 }
 
-/* Shrink cache @name: KASAN then frees what it holds in quarantine. */
-static void slab_shrink(const char *name)
+/*
+ * Shrink cache @name: KASAN then frees what it holds in quarantine. Only
+ * a help: the caller reads the counts again, whatever this returns.
+ */
+static int slab_shrink(const char *name)
 {
 	char path[128];
-	int fd;
+	int fd, ret;
 
 	snprintf(path, sizeof(path), SLAB_SYSFS_PATH "/%s/shrink", name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	if (write(fd, "1", 1) < 0)
-		; /* a shrink is only a hint */
+		return -errno;
+	ret = write(fd, "1", 1) == 1 ? 0 : -errno;
 	close(fd);
+	return ret;
 }
 
 /* Fail if a cache stays @ops / 2 objects above where it was. */

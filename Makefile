@@ -18,16 +18,17 @@ export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 S := scripts
 RESULTS := $(OUT_DIR)/results
 STAGE := $(S)/stage.sh
-EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/eventpoll.kunitconfig ] || echo --expect-kunit)
+EXPECT_KUNIT = $$([ ! -f $(OUT_DIR)/linux/fs/tests/.kunitconfig ] || echo --expect-kunit)
 
-# make check builds the matrix short: the whole series against the base
+# make check builds the matrix short: the postings against the base
 # (-q -t), in the configurations no other stage of make check compiles
 # alike. Left to make matrix (every patch, every configuration):
 # x86_64-gcc (the bisect stage builds every patch with x86_64 gcc and
-# sparse), arm64-gcc (64-bit gcc with W=1: the x86_64-no-* ones) and
-# x86_64-no-pm-sleep (KUnit on UML without PM_SLEEP builds and runs it).
-MATRIX_CHECK_CONFIGS ?= x86_64-clang-debug i386-gcc arm-gcc x86_64-no-io-uring \
-	x86_64-no-epoll
+# sparse), arm64-gcc (64-bit gcc with W=1: the x86_64-no-* one),
+# x86_64-no-pm-sleep (KUnit on UML without PM_SLEEP builds and runs it)
+# and x86_64-no-io-uring (x86_64-no-epoll builds the same io_uring and
+# eventpoll headers the other way).
+MATRIX_CHECK_CONFIGS ?= x86_64-clang-debug i386-gcc arm-gcc x86_64-no-epoll
 MATRIX_CHECK_FLAGS ?= -q -t $(foreach c,$(MATRIX_CHECK_CONFIGS),-c $(c))
 
 # make check also runs bench/'s short correctness mode (epoll_server
@@ -58,7 +59,7 @@ help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
 	@printf '%s\n' '' 'Variables (make VAR=value target, or in the environment):' \
 	  '  OUT_DIR       absolute path for trees, builds, results (default: ./out)' \
-	  '  KERNEL_TREE   a kernel git tree to use instead of Debian'"'"'s linux-source-6.12' \
+	  '  KERNEL_TREE   a kernel git tree to use instead of Debian'"'"'s linux-source-7.3' \
 	  '  KERNEL_BASE   the commit of KERNEL_TREE to apply to (default: its HEAD)' \
 	  '  JOBS          parallel make jobs (default: nproc)' \
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
@@ -76,8 +77,8 @@ help:
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
-	  '  SEND=1        make submit: really send the mails (b4 send)' \
-	  '  REVISION      make submit: the revision in [PATCH vN] (default: 2)' \
+	  '  SEND=1        make submit: really send the mails (git send-email)' \
+	  '  POSTING       make submit: only this posting (default: all)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
@@ -91,6 +92,7 @@ run:
 check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
+	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
 	$(STAGE) mutant-list $(S)/run-mutants.sh --check
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
@@ -133,9 +135,10 @@ lint-docs:
 htmldocs:
 	$(S)/check-htmldocs.sh $(OUT_DIR)/linux
 
-## make backport the stable fixes of the series, applied to and built on Debian's linux-source-6.1
+## make backport the fixes posting applied to and built on 6.12 and 6.1 (Debian's sources), and
+##               the KUnit test run on 6.12 with them (make check: without the KUnit run)
 backport:
-	$(S)/check-backport.sh
+	$(S)/check-backport.sh --kunit
 
 ## make matrix [MATRIX="arm-gcc i386-gcc"]   every patch, objects only, on x86_64 gcc and
 ##               clang, i386, arm, arm64, x86_64 without PM_SLEEP/IO_URING/EPOLL: no new warning
@@ -165,13 +168,13 @@ bench:
 	echo "make bench: $$((t / 60))m $$((t % 60))s in all"; \
 	exit $$rc
 
-## make export   turn the commits in out/linux back into patches/, series, kunit/, selftests/
+## make export   turn the commits in out/linux back into patches/, series, proof/, kunit/, selftests/
 export:
 	$(S)/export-series.sh
 
-## make submit   dry run of sending the series (SEND=1 to really send)
+## make submit   each posting as mails with its Cc list, checked; dry run (SEND=1 sends)
 submit:
-	$(S)/submit.sh $(if $(SEND),--send)
+	$(S)/submit.sh $(if $(SEND),--send) $(POSTING)
 
 ## make clean    remove build dirs and results (the cache and out/linux stay)
 clean:

@@ -15,15 +15,15 @@
  * is queued (on the ready list, on the batch of a scan, or on the overflow
  * list during a scan); the wakeup source of the instance is inactive
  * outside a scan; the registered wakeup sources named after the watched
- * files are exactly those of the EPOLLWAKEUP items.
+ * files are exactly those of the EPOLLWAKEUP items. User space sees none
+ * of this per item, only the system-wide /sys/power/wakeup_count, hence a
+ * test that looks at the lists and the wakeup sources themselves.
  */
 #include <kunit/static_stub.h>
 #include <kunit/test.h>
 #include <linux/cred.h>
 #include <linux/mman.h>
 #include <linux/pm_wakeup.h>
-#include <linux/prandom.h>
-#include <linux/sched/signal.h>
 
 #define EP_TEST_NR_SRC	4
 
@@ -36,7 +36,6 @@ struct ep_test_src {
 	__poll_t mask;		/* what ->poll() reports */
 	/* Wake the queue from inside the next ->poll(), as another CPU could */
 	bool wake_in_poll;
-	__poll_t key;		/* the events the last ->poll() was asked for */
 	struct file *file;
 	int fd;			/* the fd the item is keyed on (never installed) */
 };
@@ -53,6 +52,8 @@ struct ep_test {
 	unsigned long delivered_in_scan;
 	/* Room for EP_TEST_NR_SRC events in user memory */
 	struct epoll_event __user *uevents;
+	/* Take events as IORING_OP_EPOLL_WAIT does, not as epoll_wait() */
+	bool sendevents;
 	/* Calls to the failing ep_create_wakeup_source() */
 	int nr_failed_allocs;
 };
@@ -92,7 +93,6 @@ static __poll_t ep_test_src_poll(struct file *file, poll_table *pt)
 {
 	struct ep_test_src *src = file->private_data;
 
-	src->key = poll_requested_events(pt);
 	poll_wait(file, &src->wq, pt);
 	if (src->wake_in_poll) {
 		src->wake_in_poll = false;
@@ -200,32 +200,21 @@ static void ep_test_need_wakeup(struct kunit *test)
 }
 
 /*
- * epoll_ctl() on any file: do_epoll_ctl() without its two fd lookups. The
- * real syscall would need fds, but a case and its cleanup run in two
- * kthreads that share the file table of all kernel threads; keeping plain
- * file references keeps their lifetime under the control of the test.
- * Not inlined: with KASAN, the event and what do_epoll_ctl_file() keeps on
- * the stack would otherwise count in the frame of every case, and some
- * cases are close to clang's 2048-byte frame limit.
+ * epoll_ctl() of the test's instance on source @i: do_epoll_ctl() without
+ * its two fd lookups. The real syscall would need fds, but a case and its
+ * cleanup run in two kthreads that share the file table of all kernel
+ * threads; keeping plain file references keeps their lifetime under the
+ * control of the test. Not inlined: with KASAN, the event and what
+ * do_epoll_ctl_file() keeps on the stack would otherwise count in the
+ * frame of every case.
  */
-static noinline_for_stack int ep_test_ctl_file(struct file *epfile, int op,
-					       struct file *file, int fd,
-					       __poll_t events, u64 data,
-					       bool nonblock)
+static noinline_for_stack int ep_test_ctl(struct ep_test *t, int op, int i,
+					  __poll_t events, u64 data)
 {
 	struct epoll_event epds = { .events = events, .data = data };
-	struct epoll_filefd tf;
+	struct epoll_key tf = { .file = t->src[i].file, .fd = t->src[i].fd };
 
-	ep_set_ffd(&tf, file, fd);
-	return do_epoll_ctl_file(epfile, op, &tf, &epds, nonblock);
-}
-
-/* epoll_ctl() of the test's instance on source @i. */
-static int ep_test_ctl(struct ep_test *t, int op, int i, __poll_t events,
-		       u64 data)
-{
-	return ep_test_ctl_file(t->ep->file, op, t->src[i].file, t->src[i].fd,
-				events, data, false);
+	return do_epoll_ctl_file(t->ep->file, op, &tf, &epds, false);
 }
 
 /*
@@ -266,8 +255,9 @@ static void ep_test_fire(struct ep_test *t, int i, __poll_t mask, __poll_t key)
 }
 
 /*
- * epoll_wait() with a zero timeout into @uevents; the delivered events are
- * copied to @out.
+ * epoll_wait() with a zero timeout, or the epoll_sendevents() of
+ * IORING_OP_EPOLL_WAIT, into @uevents; the delivered events are copied to
+ * @out.
  */
 static int ep_test_wait_into(struct ep_test *t,
 			     struct epoll_event __user *uevents,
@@ -282,7 +272,10 @@ static int ep_test_wait_into(struct ep_test *t,
 	if (copy_to_user(t->uevents, junk, sizeof(junk)))
 		KUNIT_FAIL(t->test, "cannot write the user buffer");
 
-	n = ep_poll(t->ep, uevents, maxevents, &zero);
+	if (t->sendevents)
+		n = epoll_sendevents(t->ep->file, uevents, maxevents);
+	else
+		n = ep_poll(t->ep, uevents, maxevents, &zero);
 	if (n > 0 && copy_from_user(out, uevents, n * sizeof(*out)))
 		KUNIT_FAIL(t->test, "cannot read the user buffer");
 	return n;
@@ -292,6 +285,14 @@ static int ep_test_wait(struct ep_test *t, int maxevents,
 			struct epoll_event *out)
 {
 	return ep_test_wait_into(t, t->uevents, maxevents, out);
+}
+
+/* The item of source @i, or NULL. ep->mtx is held. */
+static struct epitem *ep_test_find(struct ep_test *t, int i)
+{
+	struct epoll_key key = { .file = t->src[i].file, .fd = t->src[i].fd };
+
+	return ep_find(t->ep, &key);
 }
 
 static struct ep_test_item *ep_test_item_of(struct ep_test_state *s,
@@ -322,7 +323,7 @@ static void ep_test_snapshot(struct ep_test *t, struct ep_test_state *s)
 		s->nr_items++;
 	for (i = 0; i < EP_TEST_NR_SRC; i++) {
 		it = &s->item[i];
-		it->epi = ep_find(ep, t->src[i].file, t->src[i].fd);
+		it->epi = ep_test_find(t, i);
 		if (!it->epi)
 			continue;
 		it->events = it->epi->event.events;
@@ -542,21 +543,21 @@ static void eventpoll_insert_ready(struct kunit *test)
 {
 	const struct ep_insert_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	bool ready = !!(c->ready & (c->events | EPOLLERR | EPOLLHUP));
 
 	ep_test_set(t, 0, c->ready);
 	t->src[0].wake_in_poll = c->wake_in_poll;
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 7), 0);
-	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_PTR_NE(test, s.item[0].epi, NULL);
-	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
+	ep_test_check(t, s, "add");
+	KUNIT_EXPECT_PTR_NE(test, s->item[0].epi, NULL);
+	KUNIT_EXPECT_EQ(test, ep_u32(s->item[0].events),
 			ep_u32(ep_test_stored(c->events | EPOLLERR | EPOLLHUP)));
-	KUNIT_EXPECT_EQ(test, s.item[0].data, 7);
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, ready);
-	KUNIT_EXPECT_EQ(test, !!s.item[0].ws,
+	KUNIT_EXPECT_EQ(test, s->item[0].data, 7);
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, ready);
+	KUNIT_EXPECT_EQ(test, !!s->item[0].ws,
 			!!(ep_test_stored(c->events) & EPOLLWAKEUP));
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active,
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active,
 			ready && !!(ep_test_stored(c->events) & EPOLLWAKEUP));
 }
 
@@ -587,241 +588,45 @@ static void eventpoll_callback_queue(struct kunit *test)
 {
 	const struct ep_callback_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 					  c->events | EPOLLWAKEUP, 1), 0);
-	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[0]));
+	ep_test_check(t, s, "add");
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s->item[0]));
 
 	ep_test_fire(t, 0, c->mask, c->key);
-	ep_test_check(t, &s, "wakeup");
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued && EP_TEST_WS);
+	ep_test_check(t, s, "wakeup");
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->queued);
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active, c->queued && EP_TEST_WS);
 
 	/* A second wakeup does not queue the item twice. */
 	ep_test_fire(t, 0, c->mask, c->key);
-	ep_test_check(t, &s, "second wakeup");
-	KUNIT_EXPECT_EQ(test, s.nr_rd, c->queued ? 1 : 0);
+	ep_test_check(t, s, "second wakeup");
+	KUNIT_EXPECT_EQ(test, s->nr_rd, c->queued ? 1 : 0);
 }
 
 /*
- * Waking the waiters: a task in epoll_wait() sleeps on ep->wq, a poll(2) of
- * the epoll file or an outer epoll instance on ep->poll_wait. The test puts
- * a waiter of its own on those queues that counts its wakeups.
+ * Delivery, by epoll_wait() or IORING_OP_EPOLL_WAIT: level-triggered items
+ * stay queued, the others are released.
  */
-struct ep_test_waiter {
-	wait_queue_entry_t wait;
-	wait_queue_head_t *wq;
-	int nr_wakeups;
-};
-
-static int ep_test_waiter_wake(wait_queue_entry_t *wait, unsigned int mode,
-			       int sync, void *key)
-{
-	struct ep_test_waiter *w = container_of(wait, struct ep_test_waiter,
-						wait);
-
-	w->nr_wakeups++;
-	return 1;
-}
-
-static void ep_test_waiter_remove(void *data)
-{
-	struct ep_test_waiter *w = data;
-
-	remove_wait_queue(w->wq, &w->wait);
-}
-
-/*
- * Queue an exclusive waiter on @wq, after those already there, as
- * epoll_wait() and EPOLLEXCLUSIVE items queue theirs.
- */
-static struct ep_test_waiter *ep_test_waiter_add(struct kunit *test,
-						 wait_queue_head_t *wq)
-{
-	struct ep_test_waiter *w = kunit_kzalloc(test, sizeof(*w), GFP_KERNEL);
-
-	KUNIT_ASSERT_NOT_NULL(test, w);
-	init_waitqueue_func_entry(&w->wait, ep_test_waiter_wake);
-	w->wq = wq;
-	add_wait_queue_exclusive(wq, &w->wait);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
-							ep_test_waiter_remove,
-							w), 0);
-	return w;
-}
-
-/*
- * EPOLLEXCLUSIVE: a wakeup of the source that reaches a task waiting on
- * the instance counts as the one exclusive wakeup, and the next exclusive
- * waiter of the source is not woken; one that wakes nobody, or is not for
- * the event the item waits for, lets the source wake the next waiter.
- */
-struct ep_exclusive_case {
-	const char *name;
-	__poll_t events;
-	__poll_t key;
-	bool ep_waiter;		/* a task waits in epoll_wait() */
-	bool sync;		/* the source wakes synchronously, as sockets do */
-	bool next_woken;	/* the next waiter of the source is woken */
-};
-
-static const struct ep_exclusive_case ep_exclusive_cases[] = {
-	{ "in", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, true, false, false },
-	{ "in_sync", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, true, true, false },
-	{ "out", EPOLLOUT | EPOLLEXCLUSIVE, EPOLLOUT, true, false, false },
-	{ "in_out_item_out_key", EPOLLIN | EPOLLOUT | EPOLLEXCLUSIVE, EPOLLOUT,
-	  true, false, false },
-	{ "no_key", EPOLLIN | EPOLLEXCLUSIVE, 0, true, false, false },
-	{ "hup", EPOLLIN | EPOLLEXCLUSIVE, EPOLLHUP, true, false, false },
-	{ "no_epoll_waiter", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN, false, false,
-	  true },
-	{ "in_item_out_key", EPOLLIN | EPOLLEXCLUSIVE, EPOLLOUT | EPOLLHUP,
-	  true, false, true },
-	{ "out_item_in_key", EPOLLOUT | EPOLLEXCLUSIVE, EPOLLIN | EPOLLHUP,
-	  true, false, true },
-	{ "in_out_key", EPOLLIN | EPOLLEXCLUSIVE, EPOLLIN | EPOLLOUT, true,
-	  false, true },
-	{ "not_exclusive", EPOLLIN, EPOLLIN, true, false, true },
-	{ "not_exclusive_sync", EPOLLIN, EPOLLIN, true, true, true },
-};
-
-KUNIT_ARRAY_PARAM_DESC(ep_exclusive, ep_exclusive_cases, name);
-
-static void eventpoll_exclusive_wakeup(struct kunit *test)
-{
-	const struct ep_exclusive_case *c = test->param_value;
-	struct ep_test *t = test->priv;
-	struct ep_test_waiter *ep_waiter = NULL, *next;
-	struct ep_test_state s;
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 1), 0);
-	next = ep_test_waiter_add(test, &t->src[0].wq);
-	if (c->ep_waiter)
-		ep_waiter = ep_test_waiter_add(test, &t->ep->wq);
-
-	ep_test_set(t, 0, c->key ? c->key : EPOLLIN);
-	if (c->sync)
-		wake_up_interruptible_sync_poll(&t->src[0].wq, c->key);
-	else
-		wake_up_poll(&t->src[0].wq, c->key);
-
-	ep_test_check(t, &s, "wakeup");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	if (ep_waiter)
-		KUNIT_EXPECT_EQ(test, ep_waiter->nr_wakeups, 1);
-	KUNIT_EXPECT_EQ(test, next->nr_wakeups, c->next_woken ? 1 : 0);
-}
-
-/*
- * POLLFREE: the queue of the source goes away. The item must unhook
- * itself, so that nothing touches the queue when the item is removed.
- */
-static void eventpoll_pollfree(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct eppoll_entry *pwq;
-	struct ep_test_state s;
-	struct epitem *epi;
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
-					  EPOLLIN | EPOLLWAKEUP, 1), 0);
-	KUNIT_ASSERT_FALSE(test, list_empty(&t->src[0].wq.head));
-
-	wake_up_pollfree(&t->src[0].wq);
-	KUNIT_EXPECT_TRUE(test, list_empty(&t->src[0].wq.head));
-	mutex_lock(&t->ep->mtx);
-	epi = ep_find(t->ep, t->src[0].file, t->src[0].fd);
-	pwq = epi ? epi->pwqlist : NULL;
-	KUNIT_EXPECT_NOT_NULL(test, pwq);
-	if (pwq)
-		KUNIT_EXPECT_NULL(test, READ_ONCE(pwq->whead));
-	mutex_unlock(&t->ep->mtx);
-	/* The hangup itself is an event, held like any other. */
-	ep_test_check(t, &s, "pollfree");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 0, 0, 0), 0);
-	ep_test_check(t, &s, "del");
-}
-
-/*
- * A scan that leaves an event on the ready list wakes the next task in
- * epoll_wait(); one that leaves the list empty wakes nobody.
- */
-static void eventpoll_scan_wakes_waiter(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_waiter *waiter;
-	struct eventpoll *ep = t->ep;
-	struct ep_test_state s;
-	LIST_HEAD(batch);
-
-	ep_test_set(t, 0, EPOLLIN);
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
-					  EPOLLIN | EPOLLET | EPOLLWAKEUP, 1),
-			0);
-	waiter = ep_test_waiter_add(test, &ep->wq);
-
-	/* A scan that delivers nothing puts the item back. */
-	mutex_lock(&ep->mtx);
-	ep_start_scan(ep, &batch);
-	ep_done_scan(ep, &batch);
-	__ep_test_check(t, &s, "empty scan");
-	mutex_unlock(&ep->mtx);
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	KUNIT_EXPECT_EQ(test, waiter->nr_wakeups, 1);
-
-	/* Delivered, edge-triggered: nothing is left to wake anyone for. */
-	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
-	ep_test_check(t, &s, "wait");
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 0);
-	KUNIT_EXPECT_EQ(test, waiter->nr_wakeups, 1);
-}
-
-/*
- * ADD and MOD wake the pollers of the epoll file (poll(2), an outer epoll
- * instance) when they queue the item, and only then.
- */
-static void eventpoll_ctl_wakes_pollers(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct ep_test_waiter *poller;
-	struct ep_test_state s;
-
-	poller = ep_test_waiter_add(test, &t->ep->poll_wait);
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1), 0);
-	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 0);
-	ep_test_set(t, 0, EPOLLOUT);
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, EPOLLIN, 2), 0);
-	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 0);
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, EPOLLOUT, 3), 0);
-	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 1);
-	ep_test_set(t, 1, EPOLLIN);
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 1, EPOLLIN, 4), 0);
-	KUNIT_EXPECT_EQ(test, poller->nr_wakeups, 2);
-	ep_test_check(t, &s, "ctl");
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 2);
-}
-
-/* Delivery: level-triggered items stay queued, the others are released */
 
 struct ep_deliver_case {
 	const char *name;
 	__poll_t mode;
+	bool sendevents;	/* IORING_OP_EPOLL_WAIT */
 	bool queued;		/* still queued after the delivery */
 	bool requeued;		/* queued again by the next wakeup */
 };
 
 static const struct ep_deliver_case ep_deliver_cases[] = {
-	{ "level", 0, true, true },
-	{ "edge", EPOLLET, false, true },
-	{ "oneshot", EPOLLONESHOT, false, false },
-	{ "oneshot_edge", EPOLLONESHOT | EPOLLET, false, false },
+	{ "level", 0, false, true, true },
+	{ "edge", EPOLLET, false, false, true },
+	{ "oneshot", EPOLLONESHOT, false, false, false },
+	{ "oneshot_edge", EPOLLONESHOT | EPOLLET, false, false, false },
+	{ "level_io_uring", 0, true, true, true },
+	{ "edge_io_uring", EPOLLET, true, false, true },
+	{ "oneshot_io_uring", EPOLLONESHOT, true, false, false },
 };
 
 KUNIT_ARRAY_PARAM_DESC(ep_deliver, ep_deliver_cases, name);
@@ -831,84 +636,100 @@ static void eventpoll_deliver_mode(struct kunit *test)
 	const struct ep_deliver_case *c = test->param_value;
 	__poll_t events = EPOLLIN | EPOLLWAKEUP | c->mode;
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	unsigned long activations;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 
+	t->sendevents = c->sendevents;
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, events, 42), 0);
-	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
-	activations = s.ep_ws_activations;
+	ep_test_check(t, s, "add");
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active, EP_TEST_WS);
+	activations = s->ep_ws_activations;
 
 	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ep_u32(ev[0].events), ep_u32(EPOLLIN));
 	KUNIT_EXPECT_EQ(test, ev[0].data, 42);
-	ep_test_check(t, &s, "first wait");
+	ep_test_check(t, s, "first wait");
 	/* ep->ws covered the handover from the item's source to the caller. */
-	KUNIT_EXPECT_EQ(test, s.ep_ws_activations, activations + EP_TEST_WS);
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, c->queued && EP_TEST_WS);
-	KUNIT_EXPECT_EQ(test, s.has_ep_ws, EP_TEST_WS);
+	KUNIT_EXPECT_EQ(test, s->ep_ws_activations, activations + EP_TEST_WS);
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->queued);
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active, c->queued && EP_TEST_WS);
+	KUNIT_EXPECT_EQ(test, s->has_ep_ws, EP_TEST_WS);
 	if (c->mode & EPOLLONESHOT)
-		KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events & ~EP_PRIVATE_BITS),
+		KUNIT_EXPECT_EQ(test, ep_u32(s->item[0].events & ~EP_PRIVATE_BITS),
 				0);
 
 	ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
-	ep_test_check(t, &s, "wakeup");
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->requeued);
+	ep_test_check(t, s, "wakeup");
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->requeued);
 	/* Not even a wakeup without a key queues a disarmed item. */
 	ep_test_fire(t, 0, EPOLLIN, 0);
-	ep_test_check(t, &s, "wakeup without a key");
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->requeued);
+	ep_test_check(t, s, "wakeup without a key");
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->requeued);
 
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev),
 			c->requeued ? 1 : 0);
-	ep_test_check(t, &s, "second wait");
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
+	ep_test_check(t, s, "second wait");
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->queued);
 
 	if (!(c->mode & EPOLLONESHOT))
 		return;
 
 	/* MOD re-arms a oneshot item; it is ready, so it is queued again. */
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, events, 43), 0);
-	ep_test_check(t, &s, "rearm");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
+	ep_test_check(t, s, "rearm");
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_rdllist);
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ev[0].data, 43);
-	ep_test_check(t, &s, "wait after rearm");
+	ep_test_check(t, s, "wait after rearm");
 }
 
 /* An item queued by a wakeup but not ready is dropped, and released. */
 static void eventpoll_deliver_not_ready(struct kunit *test)
 {
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state s;
+	struct epoll_event *ev = ep_test_events_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
 
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 					  EPOLLIN | EPOLLWAKEUP, 1), 0);
 	ep_test_fire(t, 0, 0, 0);
-	ep_test_check(t, &s, "wakeup");
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
+	ep_test_check(t, s, "wakeup");
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active, EP_TEST_WS);
 
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 0);
-	ep_test_check(t, &s, "wait");
-	KUNIT_EXPECT_FALSE(test, s.item[0].linked);
-	KUNIT_EXPECT_FALSE(test, s.item[0].ws_active);
+	ep_test_check(t, s, "wait");
+	KUNIT_EXPECT_FALSE(test, s->item[0].linked);
+	KUNIT_EXPECT_FALSE(test, s->item[0].ws_active);
 }
+
+/* Who takes the events: epoll_wait(), or IORING_OP_EPOLL_WAIT */
+struct ep_consumer_case {
+	const char *name;
+	bool sendevents;
+};
+
+static const struct ep_consumer_case ep_consumer_cases[] = {
+	{ "epoll_wait", false },
+	{ "io_uring", true },
+};
+
+KUNIT_ARRAY_PARAM_DESC(ep_consumer, ep_consumer_cases, name);
 
 /* A fault on the user buffer keeps the event queued, and the system awake. */
 static void eventpoll_deliver_fault(struct kunit *test)
 {
+	const struct ep_consumer_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state s;
+	struct epoll_event *ev = ep_test_events_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	unsigned long ro;
 
 	ro = kunit_vm_mmap(test, NULL, 0, PAGE_SIZE, PROT_READ,
 			   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 	KUNIT_ASSERT_TRUE(test, ro && !IS_ERR_VALUE(ro));
+	t->sendevents = c->sendevents;
 
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
@@ -918,46 +739,41 @@ static void eventpoll_deliver_fault(struct kunit *test)
 			ep_test_wait_into(t, (struct epoll_event __user *)ro,
 					  EP_TEST_NR_SRC, ev),
 			-EFAULT);
-	ep_test_check(t, &s, "faulting wait");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
+	ep_test_check(t, s, "faulting wait");
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active, EP_TEST_WS);
 
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ev[0].data, 5);
-	ep_test_check(t, &s, "wait");
-	KUNIT_EXPECT_FALSE(test, s.item[0].on_rdllist);
+	ep_test_check(t, s, "wait");
+	KUNIT_EXPECT_FALSE(test, s->item[0].on_rdllist);
 }
 
 /*
- * A short buffer delivers from the head of the ready list; what it had no
- * room for stays at the head, ahead of the level-triggered items requeued.
+ * A oneshot item whose source wakes up again while the delivery polls it
+ * (as another CPU can) is reported once and left disarmed: not queued,
+ * its wakeup source released, by epoll_wait() and IORING_OP_EPOLL_WAIT.
  */
-static void eventpoll_deliver_maxevents(struct kunit *test)
+static void eventpoll_deliver_oneshot_woken(struct kunit *test)
 {
+	const struct ep_consumer_case *c = test->param_value;
+	struct epoll_event *ev = ep_test_events_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state s;
-	int i;
 
-	for (i = 0; i < 3; i++) {
-		ep_test_set(t, i, EPOLLIN);
-		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, i,
-						  EPOLLIN | EPOLLWAKEUP, i),
-				0);
-	}
-	KUNIT_ASSERT_EQ(test, ep_test_wait(t, 2, ev), 2);
-	KUNIT_EXPECT_EQ(test, ev[0].data, 0);
-	KUNIT_EXPECT_EQ(test, ev[1].data, 1);
-	ep_test_check(t, &s, "first wait");
-	KUNIT_ASSERT_EQ(test, s.nr_rd, 3);
-	KUNIT_EXPECT_EQ(test, s.rd_order[0], 2);
-	KUNIT_EXPECT_EQ(test, s.rd_order[1], 0);
-	KUNIT_EXPECT_EQ(test, s.rd_order[2], 1);
-
-	KUNIT_ASSERT_EQ(test, ep_test_wait(t, 1, ev), 1);
-	KUNIT_EXPECT_EQ(test, ev[0].data, 2);
-	ep_test_check(t, &s, "second wait");
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 3);
+	t->sendevents = c->sendevents;
+	ep_test_set(t, 0, EPOLLIN);
+	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
+					  EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 9),
+			0);
+	t->src[0].wake_in_poll = true;
+	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
+	KUNIT_EXPECT_EQ(test, ev[0].data, 9);
+	KUNIT_EXPECT_FALSE(test, t->src[0].wake_in_poll);
+	ep_test_check(t, s, "wait");
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s->item[0]));
+	KUNIT_EXPECT_FALSE(test, s->item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 0);
 }
 
 /*
@@ -969,9 +785,9 @@ static void eventpoll_deliver_maxevents(struct kunit *test)
 static void eventpoll_scan_overflow(struct kunit *test)
 {
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct eventpoll *ep = t->ep;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	LIST_HEAD(batch);
 	int i, n;
 
@@ -983,16 +799,16 @@ static void eventpoll_scan_overflow(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 2,
 					  EPOLLIN | EPOLLET | EPOLLWAKEUP, 12),
 			0);
-	ep_test_check(t, &s, "add");
+	ep_test_check(t, s, "add");
 
 	/* No assertion may abort the case while ep->mtx is held. */
 	mutex_lock(&ep->mtx);
 	ep_start_scan(ep, &batch);
 	t->scan_batch = &batch;
-	__ep_test_check(t, &s, "scan started");
-	KUNIT_EXPECT_TRUE(test, s.scanning);
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_batch);
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 0);
+	__ep_test_check(t, s, "scan started");
+	KUNIT_EXPECT_TRUE(test, s->scanning);
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_batch);
+	KUNIT_EXPECT_EQ(test, s->nr_rd, 0);
 
 	/* Not queued yet: goes to the overflow list only. */
 	ep_test_fire(t, 1, EPOLLIN, EPOLLIN);
@@ -1001,32 +817,32 @@ static void eventpoll_scan_overflow(struct kunit *test)
 	ep_test_fire(t, 2, EPOLLIN, EPOLLIN);
 	/* A second wakeup does not link an item twice. */
 	ep_test_fire(t, 1, EPOLLIN, EPOLLIN);
-	__ep_test_check(t, &s, "wakeups during the scan");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_batch);
+	__ep_test_check(t, s, "wakeups during the scan");
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_ovflist);
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_batch);
 	for (i = 1; i <= 2; i++) {
-		KUNIT_EXPECT_TRUE(test, s.item[i].on_ovflist);
-		KUNIT_EXPECT_FALSE(test, s.item[i].linked);
-		KUNIT_EXPECT_EQ(test, s.item[i].ws_active, EP_TEST_WS);
+		KUNIT_EXPECT_TRUE(test, s->item[i].on_ovflist);
+		KUNIT_EXPECT_FALSE(test, s->item[i].linked);
+		KUNIT_EXPECT_EQ(test, s->item[i].ws_active, EP_TEST_WS);
 	}
 
 	ep_done_scan(ep, &batch);
 	t->scan_batch = NULL;
-	__ep_test_check(t, &s, "scan done");
+	__ep_test_check(t, s, "scan done");
 	mutex_unlock(&ep->mtx);
-	KUNIT_EXPECT_FALSE(test, s.scanning);
+	KUNIT_EXPECT_FALSE(test, s->scanning);
 	/* The batch first, then the others in the order they woke up */
-	KUNIT_ASSERT_EQ(test, s.nr_rd, 3);
+	KUNIT_ASSERT_EQ(test, s->nr_rd, 3);
 	for (i = 0; i < 3; i++)
-		KUNIT_EXPECT_EQ(test, s.rd_order[i], i);
+		KUNIT_EXPECT_EQ(test, s->rd_order[i], i);
 
 	/* Nothing was lost: all events are delivered, in that order. */
 	n = ep_test_wait(t, EP_TEST_NR_SRC, ev);
 	KUNIT_ASSERT_EQ(test, n, 3);
 	for (i = 0; i < 3; i++)
 		KUNIT_EXPECT_EQ(test, ev[i].data, 10 + i);
-	ep_test_check(t, &s, "wait");
-	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[2]));
+	ep_test_check(t, s, "wait");
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s->item[2]));
 }
 
 /*
@@ -1036,8 +852,7 @@ static void eventpoll_scan_overflow(struct kunit *test)
 static int ep_test_deliver(struct ep_test *t, int i,
 			   struct epoll_event __user **uevents)
 {
-	struct ep_test_src *src = &t->src[i];
-	struct epitem *epi = ep_find(t->ep, src->file, src->fd);
+	struct epitem *epi = ep_test_find(t, i);
 	poll_table pt;
 
 	init_poll_funcptr(&pt, NULL);
@@ -1057,10 +872,10 @@ static void ep_test_done_scan(struct ep_test *t)
  * A oneshot item that wakes up during a scan goes to the overflow list,
  * since it is still armed; when the same scan then delivers its event, it
  * is disarmed. ep_done_scan() must neither queue it again nor leave its
- * wakeup source active: a disarmed item waits for EPOLL_CTL_MOD, and
- * EPOLL_CTL_DISABLE finds it so (EBUSY). The wakeup arrives before the
- * delivery, or from inside the delivery's poll of the item: after the
- * delivery released the wakeup source, before it disarms the item.
+ * wakeup source active: a disarmed item waits for EPOLL_CTL_MOD. The
+ * wakeup arrives before the delivery, or from inside the delivery's poll
+ * of the item: after the delivery released the wakeup source, before it
+ * disarms the item.
  */
 struct ep_scan_deliver_case {
 	const char *name;
@@ -1084,17 +899,17 @@ static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 	const struct ep_scan_deliver_case *c = test->param_value;
 	struct ep_test *t = test->priv;
 	struct epoll_event __user *uevents = t->uevents;
-	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct eventpoll *ep = t->ep;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	LIST_HEAD(batch);
 	int delivered;
 
 	ep_test_set(t, 0, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 9),
 			0);
-	ep_test_check(t, &s, "add");
-	KUNIT_ASSERT_TRUE(test, s.item[0].on_rdllist);
+	ep_test_check(t, s, "add");
+	KUNIT_ASSERT_TRUE(test, s->item[0].on_rdllist);
 
 	/* No assertion may abort the case while ep->mtx is held. */
 	mutex_lock(&ep->mtx);
@@ -1104,48 +919,45 @@ static void eventpoll_scan_deliver_oneshot(struct kunit *test)
 		t->src[0].wake_in_poll = true;
 	} else {
 		ep_test_fire(t, 0, EPOLLIN, EPOLLIN);
-		__ep_test_check(t, &s, "wakeup during the scan");
-		KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
-		KUNIT_EXPECT_TRUE(test, s.item[0].on_batch);
+		__ep_test_check(t, s, "wakeup during the scan");
+		KUNIT_EXPECT_TRUE(test, s->item[0].on_ovflist);
+		KUNIT_EXPECT_TRUE(test, s->item[0].on_batch);
 	}
 
 	delivered = ep_test_deliver(t, 0, &uevents);
-	__ep_test_check(t, &s, "delivery");
+	__ep_test_check(t, s, "delivery");
 	KUNIT_EXPECT_EQ(test, delivered, 1);
 	KUNIT_EXPECT_FALSE(test, t->src[0].wake_in_poll);
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_ovflist);
-	KUNIT_EXPECT_FALSE(test, s.item[0].linked);
-	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_ovflist);
+	KUNIT_EXPECT_FALSE(test, s->item[0].linked);
+	KUNIT_EXPECT_EQ(test, ep_u32(s->item[0].events),
 			ep_u32(ep_test_stored(c->events) & EP_PRIVATE_BITS));
 
 	ep_test_done_scan(t);
-	__ep_test_check(t, &s, "scan done");
+	__ep_test_check(t, s, "scan done");
 	mutex_unlock(&ep->mtx);
-	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[0]));
-	KUNIT_EXPECT_FALSE(test, s.item[0].ws_active);
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 0);
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s->item[0]));
+	KUNIT_EXPECT_FALSE(test, s->item[0].ws_active);
+	KUNIT_EXPECT_EQ(test, s->nr_rd, 0);
 	KUNIT_ASSERT_EQ(test, copy_from_user(ev, t->uevents, sizeof(ev[0])), 0);
 	KUNIT_EXPECT_EQ(test, ep_u32(ev[0].events), ep_u32(EPOLLIN));
 	KUNIT_EXPECT_EQ(test, ev[0].data, 9);
 
-	/* The event was reported: DISABLE says so, and changes nothing. */
-	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DISABLE, 0, 0, 0),
-			-EBUSY);
-	ep_test_check(t, &s, "disable");
-	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s.item[0]));
-	KUNIT_EXPECT_FALSE(test, s.item[0].ws_active);
+	/* Disarmed: nothing more to report until MOD re-arms it. */
 	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 0);
+	ep_test_check(t, s, "wait");
+	KUNIT_EXPECT_FALSE(test, ep_test_queued(&s->item[0]));
 
 	/* MOD re-arms it; still ready, it is queued and reported again. */
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->events, 10),
 			0);
-	ep_test_check(t, &s, "rearm");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active,
+	ep_test_check(t, s, "rearm");
+	KUNIT_EXPECT_TRUE(test, s->item[0].on_rdllist);
+	KUNIT_EXPECT_EQ(test, s->item[0].ws_active,
 			!!(ep_test_stored(c->events) & EPOLLWAKEUP));
 	KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
 	KUNIT_EXPECT_EQ(test, ev[0].data, 10);
-	ep_test_check(t, &s, "wait after rearm");
+	ep_test_check(t, s, "wait after rearm");
 }
 
 /* MOD creates and destroys the wakeup source of an item */
@@ -1180,27 +992,27 @@ static void eventpoll_modify_wakeup(struct kunit *test)
 {
 	const struct ep_modify_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
+	struct epoll_event *ev = ep_test_events_alloc(test);
 	struct wakeup_source *ws;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 
 	ep_test_need_wakeup(test);
 	ep_test_set(t, 0, c->ready);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->add, 1), 0);
 	if (c->deliver)
 		KUNIT_ASSERT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
-	ep_test_check(t, &s, "add");
-	ws = s.item[0].ws;
+	ep_test_check(t, s, "add");
+	ws = s->item[0].ws;
 
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0, c->mod, 2), 0);
-	ep_test_check(t, &s, "mod");
-	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
+	ep_test_check(t, s, "mod");
+	KUNIT_EXPECT_EQ(test, ep_u32(s->item[0].events),
 			ep_u32(c->mod | EPOLLERR | EPOLLHUP));
-	KUNIT_EXPECT_EQ(test, s.item[0].data, 2);
-	KUNIT_EXPECT_EQ(test, s.item[0].on_rdllist, c->queued);
-	KUNIT_EXPECT_EQ(test, s.nr_named_ws, c->mod & EPOLLWAKEUP ? 1 : 0);
+	KUNIT_EXPECT_EQ(test, s->item[0].data, 2);
+	KUNIT_EXPECT_EQ(test, s->item[0].on_rdllist, c->queued);
+	KUNIT_EXPECT_EQ(test, s->nr_named_ws, c->mod & EPOLLWAKEUP ? 1 : 0);
 	if (c->add & c->mod & EPOLLWAKEUP)
-		KUNIT_EXPECT_PTR_EQ(test, s.item[0].ws, ws);
+		KUNIT_EXPECT_PTR_EQ(test, s->item[0].ws, ws);
 }
 
 /* DEL unregisters the wakeup source and unlinks the item */
@@ -1223,21 +1035,21 @@ static void eventpoll_remove_item(struct kunit *test)
 {
 	const struct ep_remove_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 
 	ep_test_set(t, 0, c->ready);
 	ep_test_set(t, 1, EPOLLIN);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->events, 1), 0);
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 1,
 					  EPOLLIN | EPOLLWAKEUP, 2), 0);
-	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_EQ(test, s.nr_rd, c->ready ? 2 : 1);
+	ep_test_check(t, s, "add");
+	KUNIT_EXPECT_EQ(test, s->nr_rd, c->ready ? 2 : 1);
 
 	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 0, 0, 0), 0);
-	ep_test_check(t, &s, "del");
-	KUNIT_EXPECT_PTR_EQ(test, s.item[0].epi, NULL);
-	KUNIT_EXPECT_EQ(test, s.nr_rd, 1);
-	KUNIT_EXPECT_EQ(test, s.nr_named_ws, EP_TEST_WS);
+	ep_test_check(t, s, "del");
+	KUNIT_EXPECT_PTR_EQ(test, s->item[0].epi, NULL);
+	KUNIT_EXPECT_EQ(test, s->nr_rd, 1);
+	KUNIT_EXPECT_EQ(test, s->nr_named_ws, EP_TEST_WS);
 	KUNIT_EXPECT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 0, 0, 0), -ENOENT);
 }
 
@@ -1265,7 +1077,7 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 	struct ep_test *t = test->priv;
 	/* Without CONFIG_PM_SLEEP, nobody keeps EPOLLWAKEUP. */
 	bool kept = c->cap && EP_TEST_WS;
-	struct ep_test_state s;
+	struct ep_test_state *s = ep_test_state_alloc(test);
 	bool capable_seen;
 	int error;
 
@@ -1281,8 +1093,8 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
 						  c->cap ? EPOLLIN : events, 1),
 				0);
-		ep_test_check(t, &s, "add");
-		KUNIT_EXPECT_EQ(test, !!s.item[0].ws, !c->cap && EP_TEST_WS);
+		ep_test_check(t, s, "add");
+		KUNIT_EXPECT_EQ(test, !!s->item[0].ws, !c->cap && EP_TEST_WS);
 	}
 
 	if (c->cap) {
@@ -1293,11 +1105,11 @@ static void eventpoll_wakeup_capability(struct kunit *test)
 		KUNIT_EXPECT_FALSE(test, capable_seen);
 	}
 	KUNIT_EXPECT_EQ(test, error, 0);
-	ep_test_check(t, &s, c->name);
-	KUNIT_EXPECT_EQ(test, s.item[0].data, 2);
-	KUNIT_EXPECT_EQ(test, !!(s.item[0].events & EPOLLWAKEUP), kept);
-	KUNIT_EXPECT_EQ(test, !!s.item[0].ws, kept);
-	KUNIT_EXPECT_EQ(test, s.nr_named_ws, kept ? 1 : 0);
+	ep_test_check(t, s, c->name);
+	KUNIT_EXPECT_EQ(test, s->item[0].data, 2);
+	KUNIT_EXPECT_EQ(test, !!(s->item[0].events & EPOLLWAKEUP), kept);
+	KUNIT_EXPECT_EQ(test, !!s->item[0].ws, kept);
+	KUNIT_EXPECT_EQ(test, s->nr_named_ws, kept ? 1 : 0);
 }
 
 /* A wakeup source that cannot be allocated fails the operation, unchanged */
@@ -1336,8 +1148,9 @@ static void eventpoll_wakeup_alloc_failure(struct kunit *test)
 {
 	const struct ep_alloc_case *c = test->param_value;
 	struct ep_test *t = test->priv;
-	struct ep_test_state before, s;
-	const struct ep_test_item *it = &s.item[0];
+	struct ep_test_state *before = ep_test_state_alloc(test);
+	struct ep_test_state *s = ep_test_state_alloc(test);
+	const struct ep_test_item *it = &s->item[0];
 	int error;
 
 	ep_test_need_wakeup(test);
@@ -1345,7 +1158,7 @@ static void eventpoll_wakeup_alloc_failure(struct kunit *test)
 	if (c->op == EPOLL_CTL_MOD)
 		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, c->add, 1),
 				0);
-	ep_test_check(t, &before, "before");
+	ep_test_check(t, before, "before");
 
 	kunit_activate_static_stub(test, ep_create_wakeup_source,
 				   ep_test_create_wakeup_source_fail);
@@ -1354,29 +1167,33 @@ static void eventpoll_wakeup_alloc_failure(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, error, c->error);
 	KUNIT_EXPECT_EQ(test, t->nr_failed_allocs, c->allocs);
 
-	ep_test_check(t, &s, c->name);
+	ep_test_check(t, s, c->name);
 	if (c->error) {
 		/* Nothing changed. */
-		KUNIT_EXPECT_PTR_EQ(test, it->epi, before.item[0].epi);
+		KUNIT_EXPECT_PTR_EQ(test, it->epi, before->item[0].epi);
 		KUNIT_EXPECT_EQ(test, ep_u32(it->events),
-				ep_u32(before.item[0].events));
-		KUNIT_EXPECT_EQ(test, it->data, before.item[0].data);
-		KUNIT_EXPECT_PTR_EQ(test, it->ws, before.item[0].ws);
-		KUNIT_EXPECT_EQ(test, it->on_rdllist, before.item[0].on_rdllist);
-		KUNIT_EXPECT_EQ(test, s.nr_named_ws, before.nr_named_ws);
+				ep_u32(before->item[0].events));
+		KUNIT_EXPECT_EQ(test, it->data, before->item[0].data);
+		KUNIT_EXPECT_PTR_EQ(test, it->ws, before->item[0].ws);
+		KUNIT_EXPECT_EQ(test, it->on_rdllist, before->item[0].on_rdllist);
+		KUNIT_EXPECT_EQ(test, s->nr_named_ws, before->nr_named_ws);
 		return;
 	}
 	KUNIT_EXPECT_EQ(test, ep_u32(it->events),
 			ep_u32(c->events | EPOLLERR | EPOLLHUP));
 	KUNIT_EXPECT_EQ(test, it->data, 2);
 	if (c->events & EPOLLWAKEUP)
-		KUNIT_EXPECT_PTR_EQ(test, it->ws, before.item[0].ws);
+		KUNIT_EXPECT_PTR_EQ(test, it->ws, before->item[0].ws);
 	else
 		KUNIT_EXPECT_PTR_EQ(test, it->ws, NULL);
 	KUNIT_EXPECT_TRUE(test, it->on_rdllist);
 }
 
-/* EPOLL_CTL_DISABLE disarms an armed oneshot item, and only that */
+/*
+ * EPOLL_CTL_DISABLE disarms an armed oneshot item, and only that: an
+ * item it disarms is off the ready list with its wakeup source released,
+ * and a bystander queued ahead of it stays where it is.
+ */
 
 struct ep_disable_case {
 	const char *name;
@@ -1502,614 +1319,14 @@ static void eventpoll_disable_item(struct kunit *test)
 		ep_disable_then_rearm(t, c, s, ev);
 }
 
-/*
- * A reproducible random sequence of operations over all sources, checked
- * after every step against the invariant and against a model of what each
- * item should be.
- */
-
-#define EP_WALK_SEED	0x65706f6c6cULL
-#define EP_WALK_STEPS	500
-
-struct ep_model {
-	bool registered[EP_TEST_NR_SRC];
-	__poll_t events[EP_TEST_NR_SRC];
-	u64 data[EP_TEST_NR_SRC];
-	__poll_t ready[EP_TEST_NR_SRC];
-	/* The ready list, head first; during a scan, its batch */
-	int order[EP_TEST_NR_SRC];
-	int nr_order;
-	/* Items the wakeups of a scan put on the overflow list, oldest first */
-	int ovf[EP_TEST_NR_SRC];
-	int nr_ovf;
-	/* During a scan: the ready list, where delivery requeues level items */
-	int rdl[EP_TEST_NR_SRC];
-	int nr_rdl;
-	bool scanning;
-};
-
-static int ep_model_find(const int *list, int nr, int i)
-{
-	int k;
-
-	for (k = 0; k < nr; k++)
-		if (list[k] == i)
-			return k;
-	return -1;
-}
-
-static void ep_model_append(int *list, int *nr, int i)
-{
-	if (ep_model_find(list, *nr, i) < 0)
-		list[(*nr)++] = i;
-}
-
-static void ep_model_drop(int *list, int *nr, int i)
-{
-	int k = ep_model_find(list, *nr, i);
-
-	if (k < 0)
-		return;
-	memmove(&list[k], &list[k + 1], (--*nr - k) * sizeof(*list));
-}
-
-static bool ep_model_queued(const struct ep_model *m, int i)
-{
-	return ep_model_find(m->order, m->nr_order, i) >= 0 ||
-	       ep_model_find(m->ovf, m->nr_ovf, i) >= 0 ||
-	       ep_model_find(m->rdl, m->nr_rdl, i) >= 0;
-}
-
-/* ep_insert() and ep_modify() queue the item if the poll finds it ready. */
-static void ep_model_ctl(struct ep_model *m, int i, __poll_t events, u64 data)
-{
-	if (!IS_ENABLED(CONFIG_PM_SLEEP))
-		events &= ~EPOLLWAKEUP;
-	m->registered[i] = true;
-	m->events[i] = events | EPOLLERR | EPOLLHUP;
-	m->data[i] = data;
-	if (m->ready[i] & m->events[i])
-		ep_model_append(m->order, &m->nr_order, i);
-}
-
-static void ep_model_wakeup(struct ep_model *m, int i, __poll_t key)
-{
-	if (!m->registered[i] || !(m->events[i] & ~EP_PRIVATE_BITS))
-		return;
-	if (key && !(key & m->events[i]))
-		return;
-	if (m->scanning)
-		ep_model_append(m->ovf, &m->nr_ovf, i);
-	else
-		ep_model_append(m->order, &m->nr_order, i);
-}
-
-/* ep_disable(): the expected result, and the item disarmed and unqueued. */
-static int ep_model_disable(struct ep_model *m, int i)
-{
-	if (!m->registered[i])
-		return -ENOENT;
-	if (!(m->events[i] & EPOLLONESHOT))
-		return -EINVAL;
-	if (!(m->events[i] & ~EP_PRIVATE_BITS))
-		return -EBUSY;
-	m->events[i] &= EP_PRIVATE_BITS;
-	ep_model_drop(m->order, &m->nr_order, i);
-	return 0;
-}
-
-/* ep_send_events(): returns the number of events, stored in @out. */
-static int ep_model_wait(struct ep_model *m, int maxevents,
-			 struct epoll_event *out)
-{
-	int batch[EP_TEST_NR_SRC], nr_batch = m->nr_order;
-	int k, res = 0;
-
-	memcpy(batch, m->order, sizeof(batch));
-	m->nr_order = 0;
-	for (k = 0; k < nr_batch && res < maxevents; k++) {
-		int i = batch[k];
-		__poll_t revents = m->ready[i] & m->events[i];
-
-		if (!revents)
-			continue;
-		out[res].events = revents;
-		out[res].data = m->data[i];
-		res++;
-		if (m->events[i] & EPOLLONESHOT)
-			m->events[i] &= EP_PRIVATE_BITS;
-		else if (!(m->events[i] & EPOLLET))
-			ep_model_append(m->order, &m->nr_order, i);
-	}
-	/* ep_done_scan() puts what was not looked at back at the head. */
-	memmove(&m->order[nr_batch - k], m->order,
-		m->nr_order * sizeof(*m->order));
-	memcpy(m->order, &batch[k], (nr_batch - k) * sizeof(*m->order));
-	m->nr_order += nr_batch - k;
-	return res;
-}
-
-/*
- * ep_deliver_event() during a scan, for the head of the batch: returns 1
- * and stores the event in @out if the item reports one.
- */
-static int ep_model_deliver(struct ep_model *m, struct epoll_event *out)
-{
-	int i = m->order[0];
-	__poll_t revents = m->ready[i] & m->events[i];
-
-	ep_model_drop(m->order, &m->nr_order, i);
-	if (!revents)
-		return 0;
-	out->events = revents;
-	out->data = m->data[i];
-	if (m->events[i] & EPOLLONESHOT)
-		m->events[i] &= EP_PRIVATE_BITS;
-	else if (!(m->events[i] & EPOLLET))
-		ep_model_append(m->rdl, &m->nr_rdl, i);
-	return 1;
-}
-
-/*
- * ep_done_scan(): the rest of the batch, then what only the wakeups
- * queued, except the items the scan disarmed, then the items delivery
- * requeued.
- */
-static void ep_model_done_scan(struct ep_model *m)
-{
-	int k, i;
-
-	for (k = 0; k < m->nr_ovf; k++) {
-		i = m->ovf[k];
-		if (ep_model_find(m->rdl, m->nr_rdl, i) < 0 &&
-		    (m->events[i] & ~EP_PRIVATE_BITS))
-			ep_model_append(m->order, &m->nr_order, i);
-	}
-	for (k = 0; k < m->nr_rdl; k++)
-		ep_model_append(m->order, &m->nr_order, m->rdl[k]);
-	m->nr_ovf = 0;
-	m->nr_rdl = 0;
-	m->scanning = false;
-}
-
-static void ep_model_compare(struct ep_test *t, const struct ep_model *m,
-			     const struct ep_test_state *s, const char *step)
-{
-	struct kunit *test = t->test;
-	int i, k;
-
-	for (i = 0; i < EP_TEST_NR_SRC; i++) {
-		const struct ep_test_item *it = &s->item[i];
-
-		KUNIT_EXPECT_EQ_MSG(test, !!it->epi, m->registered[i],
-				    "%s: item %d registered", step, i);
-		if (!it->epi || !m->registered[i])
-			continue;
-		KUNIT_EXPECT_EQ_MSG(test, ep_u32(it->events),
-				    ep_u32(m->events[i]),
-				    "%s: item %d events", step, i);
-		KUNIT_EXPECT_EQ_MSG(test, it->data, m->data[i],
-				    "%s: item %d data", step, i);
-		KUNIT_EXPECT_EQ_MSG(test, ep_test_queued(it),
-				    ep_model_queued(m, i),
-				    "%s: item %d queued", step, i);
-		if (m->scanning)
-			KUNIT_EXPECT_EQ_MSG(test, it->on_ovflist,
-					    ep_model_find(m->ovf, m->nr_ovf,
-							  i) >= 0,
-					    "%s: item %d on the ovflist", step,
-					    i);
-	}
-	if (m->scanning)
-		return;
-	KUNIT_EXPECT_EQ_MSG(test, s->nr_rd, m->nr_order,
-			    "%s: length of the ready list", step);
-	for (k = 0; k < s->nr_rd && k < m->nr_order; k++)
-		KUNIT_EXPECT_EQ_MSG(test, s->rd_order[k], m->order[k],
-				    "%s: ready list entry %d", step, k);
-}
-
-static __poll_t ep_walk_events(struct rnd_state *rnd)
-{
-	static const __poll_t modes[] = {
-		0, EPOLLET, EPOLLONESHOT, EPOLLET | EPOLLONESHOT,
-	};
-	u32 r = prandom_u32_state(rnd);
-	__poll_t events = modes[r & 3];
-
-	if (r & 4)
-		events |= EPOLLIN;
-	if (r & 8)
-		events |= EPOLLOUT;
-	if (r & 16)
-		events |= EPOLLPRI;
-	if (r & 32)
-		events |= EPOLLWAKEUP;
-	return events;
-}
-
-static __poll_t ep_walk_mask(struct rnd_state *rnd)
-{
-	u32 r = prandom_u32_state(rnd);
-	__poll_t mask = 0;
-
-	if (r & 1)
-		mask |= EPOLLIN;
-	if (r & 2)
-		mask |= EPOLLOUT;
-	if (r & 4)
-		mask |= EPOLLPRI;
-	if (!(r & 0x38))
-		mask |= EPOLLHUP;
-	return mask;
-}
-
-enum ep_walk_op {
-	EP_WALK_ADD, EP_WALK_MOD, EP_WALK_DEL, EP_WALK_WAKEUP, EP_WALK_SET,
-	EP_WALK_WAIT, EP_WALK_SCAN, EP_WALK_DISABLE, EP_WALK_NR_OPS
-};
-
-static const char * const ep_walk_op_names[] = {
-	"add", "mod", "del", "wakeup", "set", "wait", "scan", "disable",
-};
-
-/* How often each operation is drawn, out of the sum of these */
-static const int ep_walk_weight[EP_WALK_NR_OPS] = { 3, 3, 1, 4, 1, 3, 3, 2 };
-
-static enum ep_walk_op ep_walk_op(struct rnd_state *rnd)
-{
-	int op, sum = 0, r;
-
-	for (op = 0; op < EP_WALK_NR_OPS; op++)
-		sum += ep_walk_weight[op];
-	r = prandom_u32_state(rnd) % sum;
-	for (op = 0; r >= ep_walk_weight[op]; op++)
-		r -= ep_walk_weight[op];
-	return op;
-}
-
-/*
- * Open a scan, and wake sources and deliver from the head of the batch in
- * random order, as wakeups on other CPUs meet ep_send_events(); check,
- * end the scan, and compare the events delivered. Returns their number.
- * Not inlined: with clang and KASAN, its checks and the random walk's
- * together need more than 2048 bytes of stack.
- */
-static noinline_for_stack int
-ep_walk_scan(struct ep_test *t, struct ep_model *m, struct rnd_state *rnd,
-	     const char *step)
-{
-	struct epoll_event ev[EP_TEST_NR_SRC], want[EP_TEST_NR_SRC];
-	struct epoll_event __user *uevents = t->uevents;
-	int k, n = 0, nr = 1 + prandom_u32_state(rnd) % 6;
-	struct eventpoll *ep = t->ep;
-	struct ep_test_state s;
-	LIST_HEAD(batch);
-
-	mutex_lock(&ep->mtx);
-	ep_start_scan(ep, &batch);
-	t->scan_batch = &batch;
-	m->scanning = true;
-	for (k = 0; k < nr; k++) {
-		int i = prandom_u32_state(rnd) % EP_TEST_NR_SRC;
-		__poll_t mask = ep_walk_mask(rnd);
-		int got, expected;
-
-		if (m->nr_order && prandom_u32_state(rnd) % 2) {
-			i = m->order[0];
-			expected = ep_model_deliver(m, &want[n]);
-			got = ep_test_deliver(t, i, &uevents);
-			KUNIT_EXPECT_EQ_MSG(t->test, got, expected,
-					    "%s: delivery of item %d", step, i);
-			n += expected;
-			continue;
-		}
-		/* Half of the wakeups are for items the scan has yet to see. */
-		if (m->nr_order && prandom_u32_state(rnd) % 2)
-			i = m->order[prandom_u32_state(rnd) % m->nr_order];
-		m->ready[i] = mask;
-		ep_model_wakeup(m, i, mask);
-		ep_test_fire(t, i, mask, mask);
-	}
-	__ep_test_check(t, &s, step);
-	ep_model_compare(t, m, &s, step);
-	ep_test_done_scan(t);
-	mutex_unlock(&ep->mtx);
-	ep_model_done_scan(m);
-
-	if (copy_from_user(ev, t->uevents, n * sizeof(ev[0])))
-		KUNIT_FAIL(t->test, "cannot read the user buffer");
-	for (k = 0; k < n; k++) {
-		KUNIT_EXPECT_EQ_MSG(t->test, ep_u32(ev[k].events),
-				    ep_u32(want[k].events),
-				    "%s: event %d", step, k);
-		KUNIT_EXPECT_EQ_MSG(t->test, ev[k].data, want[k].data,
-				    "%s: event %d", step, k);
-	}
-	return n;
-}
-
-static void eventpoll_random_walk(struct kunit *test)
-{
-	struct epoll_event *ev = ep_test_events_alloc(test);
-	struct epoll_event *want = ep_test_events_alloc(test);
-	struct ep_test_state *s = ep_test_state_alloc(test);
-	int count[EP_WALK_NR_OPS] = {}, delivered = 0, disarmed = 0;
-	struct ep_test *t = test->priv;
-	struct ep_model m = {};
-	struct rnd_state rnd;
-	char step[64];
-	int n, k;
-
-	prandom_seed_state(&rnd, EP_WALK_SEED);
-	for (n = 0; n < EP_WALK_STEPS; n++) {
-		int i = prandom_u32_state(&rnd) % EP_TEST_NR_SRC;
-		enum ep_walk_op op = ep_walk_op(&rnd);
-		u64 data = (u64)prandom_u32_state(&rnd) << 32;
-		__poll_t events, mask;
-		int error, nr;
-
-		data |= prandom_u32_state(&rnd);
-
-		snprintf(step, sizeof(step), "seed %#llx step %d: %s %d",
-			 EP_WALK_SEED, n, ep_walk_op_names[op], i);
-		count[op]++;
-		switch (op) {
-		case EP_WALK_ADD:
-			events = ep_walk_events(&rnd);
-			error = ep_test_ctl(t, EPOLL_CTL_ADD, i, events, data);
-			KUNIT_EXPECT_EQ_MSG(test, error,
-					    m.registered[i] ? -EEXIST : 0,
-					    "%s", step);
-			if (!m.registered[i])
-				ep_model_ctl(&m, i, events, data);
-			break;
-		case EP_WALK_MOD:
-			events = ep_walk_events(&rnd);
-			error = ep_test_ctl(t, EPOLL_CTL_MOD, i, events, data);
-			KUNIT_EXPECT_EQ_MSG(test, error,
-					    m.registered[i] ? 0 : -ENOENT,
-					    "%s", step);
-			if (m.registered[i])
-				ep_model_ctl(&m, i, events, data);
-			break;
-		case EP_WALK_DEL:
-			error = ep_test_ctl(t, EPOLL_CTL_DEL, i, 0, 0);
-			KUNIT_EXPECT_EQ_MSG(test, error,
-					    m.registered[i] ? 0 : -ENOENT,
-					    "%s", step);
-			m.registered[i] = false;
-			ep_model_drop(m.order, &m.nr_order, i);
-			break;
-		case EP_WALK_WAKEUP:
-			/* A wakeup without a key for one in four */
-			mask = ep_walk_mask(&rnd);
-			m.ready[i] = mask;
-			if (prandom_u32_state(&rnd) % 4) {
-				ep_model_wakeup(&m, i, mask);
-				ep_test_fire(t, i, mask, mask);
-			} else {
-				ep_model_wakeup(&m, i, 0);
-				ep_test_fire(t, i, mask, 0);
-			}
-			break;
-		case EP_WALK_SET:
-			/* Readiness lost or gained without a wakeup */
-			mask = ep_walk_mask(&rnd);
-			m.ready[i] = mask;
-			ep_test_set(t, i, mask);
-			break;
-		case EP_WALK_WAIT:
-			nr = 1 + prandom_u32_state(&rnd) % EP_TEST_NR_SRC;
-			error = ep_model_wait(&m, nr, want);
-			KUNIT_EXPECT_EQ_MSG(test, ep_test_wait(t, nr, ev), error,
-					    "%s", step);
-			for (k = 0; k < error; k++) {
-				KUNIT_EXPECT_EQ_MSG(test, ep_u32(ev[k].events),
-						    ep_u32(want[k].events),
-						    "%s: event %d", step, k);
-				KUNIT_EXPECT_EQ_MSG(test, ev[k].data,
-						    want[k].data,
-						    "%s: event %d", step, k);
-			}
-			delivered += error;
-			break;
-		case EP_WALK_SCAN:
-			delivered += ep_walk_scan(t, &m, &rnd, step);
-			break;
-		case EP_WALK_DISABLE:
-			error = ep_test_ctl(t, EPOLL_CTL_DISABLE, i, 0, 0);
-			KUNIT_EXPECT_EQ_MSG(test, error, ep_model_disable(&m, i),
-					    "%s", step);
-			disarmed += !error;
-			break;
-		default:
-			break;
-		}
-		ep_test_check(t, s, step);
-		ep_model_compare(t, &m, s, step);
-		if (test->status == KUNIT_FAILURE)
-			break;
-	}
-	kunit_info(test,
-		   "%d steps: add %d mod %d del %d wakeup %d set %d wait %d scan %d disable %d, %d events, %d disarmed\n",
-		   n, count[EP_WALK_ADD], count[EP_WALK_MOD],
-		   count[EP_WALK_DEL], count[EP_WALK_WAKEUP],
-		   count[EP_WALK_SET], count[EP_WALK_WAIT],
-		   count[EP_WALK_SCAN], count[EP_WALK_DISABLE], delivered,
-		   disarmed);
-}
-
-/*
- * Only an ADD or MOD with EPOLLWAKEUP asks for CAP_BLOCK_SUSPEND. A
- * successful capable() marks the task as having used a privilege
- * (PF_SUPERPRIV, which process accounting reports), and an LSM audits the
- * question, with a denial for every unprivileged caller; a call that does
- * not need the capability must not ask. The DEL passes an event with
- * EPOLLWAKEUP, as a caller's leftover buffer may: DEL ignores its event.
- */
-struct ep_ask_case {
-	const char *name;
-	int op;
-	__poll_t events;
-	bool asks;		/* with CONFIG_PM_SLEEP */
-};
-
-static const struct ep_ask_case ep_ask_cases[] = {
-	{ "add_epollwakeup", EPOLL_CTL_ADD, EPOLLIN | EPOLLWAKEUP, true },
-	{ "add", EPOLL_CTL_ADD, EPOLLIN, false },
-	{ "mod", EPOLL_CTL_MOD, EPOLLIN | EPOLLOUT, false },
-	{ "del", EPOLL_CTL_DEL, EPOLLIN | EPOLLWAKEUP, false },
-};
-
-KUNIT_ARRAY_PARAM_DESC(ep_ask, ep_ask_cases, name);
-
-static void eventpoll_capability_asked(struct kunit *test)
-{
-	const struct ep_ask_case *c = test->param_value;
-	unsigned int saved = current->flags & PF_SUPERPRIV;
-	struct ep_test *t = test->priv;
-	bool asked;
-	int error;
-
-	if (!capable(CAP_BLOCK_SUSPEND))
-		kunit_skip(test, "the test runs without CAP_BLOCK_SUSPEND");
-	if (c->op != EPOLL_CTL_ADD)
-		KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1),
-				0);
-
-	current->flags &= ~PF_SUPERPRIV;
-	error = ep_test_ctl(t, c->op, 0, c->events, 2);
-	asked = current->flags & PF_SUPERPRIV;
-	current->flags |= saved;
-
-	KUNIT_EXPECT_EQ(test, error, 0);
-	KUNIT_EXPECT_EQ(test, asked, c->asks && EP_TEST_WS);
-}
-
-/*
- * An ADD of a file that is not an epoll file, to an instance that no other
- * instance watches, takes neither epnested_mutex nor the loop and path
- * checks, which serialise the nested ADDs of the whole system. A check
- * leaves no instance marked as visited by it (ep->gen), else the next ADD
- * to one would take them again. With epnested_mutex held by the case, a
- * nonblocking ADD that wants it fails with -EAGAIN.
- */
-static int ep_test_add_nested_busy(struct eventpoll *ep, struct file *file,
-				   int fd)
-{
-	int error;
-
-	mutex_lock(&epnested_mutex);
-	error = ep_test_ctl_file(ep->file, EPOLL_CTL_ADD, file, fd, EPOLLIN, 0,
-				 true);
-	mutex_unlock(&epnested_mutex);
-	return error;
-}
-
-static void eventpoll_add_fast_path(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct eventpoll *outer;
-
-	/*
-	 * Until the first full check since boot ends, every instance looks
-	 * like one being checked (generation 0): have one done.
-	 */
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 2, EPOLLIN, 0), 0);
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_DEL, 2, 0, 0), 0);
-
-	KUNIT_EXPECT_EQ(test, ep_test_add_nested_busy(t->ep, t->src[0].file,
-						      t->src[0].fd), 0);
-
-	/* An instance that watches the test's: a full check. */
-	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &outer), 0);
-	KUNIT_EXPECT_EQ(test, ep_test_ctl_file(outer->file, EPOLL_CTL_ADD,
-					       t->ep->file, EP_TEST_NR_SRC,
-					       EPOLLIN, 0, false), 0);
-	mutex_lock(&epnested_mutex);
-	KUNIT_EXPECT_NE(test, t->ep->gen, loop_check_gen);
-	KUNIT_EXPECT_NE(test, outer->gen, loop_check_gen);
-	mutex_unlock(&epnested_mutex);
-
-	/* Nobody watches the outer instance: the fast path again. */
-	KUNIT_EXPECT_EQ(test, ep_test_add_nested_busy(outer, t->src[1].file,
-						      t->src[1].fd), 0);
-}
-
-/*
- * A task being killed takes no event: epoll_wait() returns -EINTR and
- * leaves the item queued, with its wakeup source held, for the other
- * waiters of the instance. A kthread lets SIGKILL be sent to it only
- * once it allows the signal.
- */
-static void eventpoll_deliver_fatal_signal(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state s;
-	int n;
-
-	ep_test_set(t, 0, EPOLLIN);
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0,
-					  EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP, 3),
-			0);
-	allow_signal(SIGKILL);
-	send_sig(SIGKILL, current, 1);
-	KUNIT_EXPECT_TRUE(test, fatal_signal_pending(current));
-	n = ep_test_wait(t, EP_TEST_NR_SRC, ev);
-	flush_signals(current);
-	disallow_signal(SIGKILL);
-
-	KUNIT_EXPECT_EQ(test, n, -EINTR);
-	ep_test_check(t, &s, "killed wait");
-	KUNIT_EXPECT_TRUE(test, s.item[0].on_rdllist);
-	KUNIT_EXPECT_EQ(test, s.item[0].ws_active, EP_TEST_WS);
-	KUNIT_EXPECT_EQ(test, ep_u32(s.item[0].events),
-			ep_u32(ep_test_stored(EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP |
-					      EPOLLERR | EPOLLHUP)));
-
-	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
-	KUNIT_EXPECT_EQ(test, ev[0].data, 3);
-}
-
-/*
- * A target's ->poll() is asked for the events of the item, not for all:
- * a target may skip the work for the others, and some do (a unix datagram
- * socket looks at its peer's queue only for EPOLLOUT).
- */
-static void eventpoll_poll_key(struct kunit *test)
-{
-	struct ep_test *t = test->priv;
-	struct epoll_event ev[EP_TEST_NR_SRC];
-	struct ep_test_state s;
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_ADD, 0, EPOLLIN, 1), 0);
-	ep_test_check(t, &s, "add");
-	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
-
-	KUNIT_ASSERT_EQ(test, ep_test_ctl(t, EPOLL_CTL_MOD, 0,
-					  EPOLLOUT | EPOLLET, 2), 0);
-	ep_test_check(t, &s, "mod");
-	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
-
-	t->src[0].key = 0;
-	ep_test_fire(t, 0, EPOLLOUT, EPOLLOUT);
-	KUNIT_EXPECT_EQ(test, ep_test_wait(t, EP_TEST_NR_SRC, ev), 1);
-	KUNIT_EXPECT_EQ(test, ep_u32(t->src[0].key), ep_u32(s.item[0].events));
-}
-
 static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_insert_ready, ep_insert_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_callback_queue, ep_callback_gen_params),
-	KUNIT_CASE_PARAM(eventpoll_exclusive_wakeup, ep_exclusive_gen_params),
-	KUNIT_CASE(eventpoll_pollfree),
-	KUNIT_CASE(eventpoll_scan_wakes_waiter),
-	KUNIT_CASE(eventpoll_ctl_wakes_pollers),
 	KUNIT_CASE_PARAM(eventpoll_deliver_mode, ep_deliver_gen_params),
 	KUNIT_CASE(eventpoll_deliver_not_ready),
-	KUNIT_CASE(eventpoll_deliver_fault),
-	KUNIT_CASE(eventpoll_deliver_maxevents),
+	KUNIT_CASE_PARAM(eventpoll_deliver_fault, ep_consumer_gen_params),
+	KUNIT_CASE_PARAM(eventpoll_deliver_oneshot_woken,
+			 ep_consumer_gen_params),
 	KUNIT_CASE(eventpoll_scan_overflow),
 	KUNIT_CASE_PARAM(eventpoll_scan_deliver_oneshot,
 			 ep_scan_deliver_gen_params),
@@ -2118,11 +1335,6 @@ static struct kunit_case eventpoll_test_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_wakeup_capability, ep_cap_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_wakeup_alloc_failure, ep_alloc_gen_params),
 	KUNIT_CASE_PARAM(eventpoll_disable_item, ep_disable_gen_params),
-	KUNIT_CASE(eventpoll_random_walk),
-	KUNIT_CASE_PARAM(eventpoll_capability_asked, ep_ask_gen_params),
-	KUNIT_CASE(eventpoll_add_fast_path),
-	KUNIT_CASE(eventpoll_deliver_fatal_signal),
-	KUNIT_CASE(eventpoll_poll_key),
 	{}
 };
 

@@ -12,7 +12,8 @@ Usage: ${0##*/} [-h]
 
 Make \$OUT_DIR/linux a clone of the base tree (see scripts/get-base-tree.sh)
 that shares its objects, reset the clone's branch '$SERIES_BRANCH' to the
-base commit and apply every patch listed in 'series' with 'git am'.
+base commit and apply with 'git am' every patch listed in 'series' (the
+postings, from patches/), then those of proof/series (the proof layer).
 The base repository, and KERNEL_TREE if given, are only read.
 
 Nothing is discarded without FORCE=1: the script refuses when the clone
@@ -118,17 +119,17 @@ prepare_worktree() {
 }
 
 explain_failure() {
-	local patch=$1
+	local mail=$1
 
 	printf '\n%s: error: %s does not apply to %s\n' "${0##*/}" \
-		"$patch" "$(git -C "$WORKTREE" describe --always --tags "$(base_commit)")" >&2
-	git -C "$WORKTREE" apply --check --verbose "$PATCHES_DIR/$patch" 2>&1 |
+		"${mail#"$REPO_DIR"/}" "$(git -C "$WORKTREE" describe --always --tags "$(base_commit)")" >&2
+	git -C "$WORKTREE" apply --check --verbose "$mail" 2>&1 |
 		grep -E '^(error|Checking|Hunk|.*patch failed)' | sed 's/^/  /' >&2 || true
 	cat >&2 <<EOF
 
 To rebase the series onto this tree:
   cd $WORKTREE
-  git am --3way $PATCHES_DIR/$patch     # or fix by hand, then: git am --continue
+  git am --3way $mail     # or fix by hand, then: git am --continue
   (apply the rest with 'git am', then run 'make export')
 Until the series applies, the other stages refuse this tree.
 EOF
@@ -136,22 +137,31 @@ EOF
 	record_head
 }
 
-apply_patches() {
-	local patch n=0
+# 'git am' the entries of series file $1, which are relative to $2.
+apply_list() {
+	local list=$1 dir=$2 patch
 
 	while read -r patch; do
-		[ -f "$PATCHES_DIR/$patch" ] || die "series lists $patch, which is not in patches/"
+		[ -f "$dir/$patch" ] || die "${list#"$REPO_DIR"/} lists $patch, which is not in ${dir#"$REPO_DIR"/}/"
 		if ! git -C "$WORKTREE" -c user.name=apply-series \
 			-c user.email=apply-series@localhost \
-			am -q "$PATCHES_DIR/$patch" >/dev/null 2>&1; then
-			explain_failure "$patch"
+			am -q "$dir/$patch" >/dev/null 2>&1; then
+			explain_failure "$dir/$patch"
 			exit 1
 		fi
 		n=$((n + 1))
-	done < <(series_patches)
+	done < <(series_patches "$list")
+}
+
+apply_patches() {
+	local n=0 posted
+
+	apply_list "$SERIES_FILE" "$PATCHES_DIR"
+	posted=$n
+	[ ! -f "$PROOF_SERIES" ] || apply_list "$PROOF_SERIES" "$PROOF_DIR"
 	record_head
 	printf '%s\n' "$n" > "$SERIES_APPLIED_FILE"
-	log "applied $n patches on $(git -C "$WORKTREE" log -1 --format='%h (%s)' "$(base_commit)")"
+	log "applied $posted patches of $(postings | wc -l) postings and $((n - posted)) of the proof layer on $(git -C "$WORKTREE" log -1 --format='%h (%s)' "$(base_commit)")"
 }
 
 main() {

@@ -26,7 +26,7 @@ The configuration is tinyconfig merged with, in order:
   config/qemu-x86_64.config   what the guest and the epoll tests need
   \$DEBUG_CONFIG               KASAN, lockdep, KUnit, ... (now: ${DEBUG_CONFIG#"$REPO_DIR"/})
   tools/testing/selftests/filesystems/epoll/config   (if the tree has it)
-  fs/tests/eventpoll.kunitconfig                      (if the tree has it)
+  fs/tests/.kunitconfig                      (if the tree has it)
 With KERNEL_FLAVOUR=bench, config/qemu-x86_64.config and
 config/bench.config (-O2, high-resolution timers) only: no debugging
 options and no test fragments, which only the patched tree has, so that
@@ -53,8 +53,9 @@ fragments() {
 		return 0
 	fi
 	printf '%s\n' "$DEBUG_CONFIG"
+	printf '%s\n' "$REPO_DIR/config/proof.config"
 	for f in tools/testing/selftests/filesystems/epoll/config \
-		 fs/tests/eventpoll.kunitconfig; do
+		 fs/tests/.kunitconfig; do
 		[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"
 	done
 }

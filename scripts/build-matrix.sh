@@ -14,7 +14,7 @@ readonly LOG="$RESULTS_DIR/matrix"
 readonly BASE_CACHE="$EPOLL_CACHE_DIR/matrix"
 # Bump when what is recorded for the base changes meaning.
 readonly CACHE_VERSION=2
-readonly KUNITCONFIG=fs/tests/eventpoll.kunitconfig
+readonly KUNITCONFIG=fs/tests/.kunitconfig
 # Every configuration is built with W=1; C=1 (sparse) where the table says.
 readonly MAKE_FLAGS=(W=1)
 
@@ -205,7 +205,7 @@ candidate_sources() {
 
 	{
 		series_c_files
-		git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" HEAD -- \
+		git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" "$(postings_head)" -- \
 			'include/*.h' 'arch/*/include/*.h' |
 		while read -r h; do
 			key=${h#*include/}
@@ -454,7 +454,7 @@ main() {
 	for name in "${names[@]}"; do load_config "$name"; done
 	need_worktree
 	command -v ccache >/dev/null || die "ccache missing: run scripts/install-deps.sh"
-	TOP=$(git -C "$WORKTREE" rev-parse HEAD)
+	TOP=$(postings_head)
 	readonly TOP
 	worktree_at "$MATRIX_TREE" "$TOP"
 	SOURCES=$(candidate_sources)

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Check the patch queue: listing, mail headers, drift, and quilt == git am.
+# Check the patch queue: listing, mail headers, postings, drift, and
+# quilt == git am.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly SUBJECT_RE='^Subject: \[PATCH( [0-9]+/[0-9]+)?\] [^ ].*: [A-Z][a-z]+ '
+readonly SUBJECT_RE='^Subject: \[(RFC )?PATCH( [0-9]+/[0-9]+)?\] [^ ].*: [A-Z][a-z]+ '
 readonly MAX_SUBJECT=75
+# Text a cover letter template must not keep when it is mailed.
+readonly PLACEHOLDER_RE='@@[A-Z_]+@@|\*\*\* .* \*\*\*'
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h]
+Usage: ${0##*/} [-h] [--self-test]
 
 Check, after scripts/apply-series.sh has applied the series with 'git am':
-  1. every entry of 'series' is in patches/, and every patch is listed once;
+  1. every entry of 'series' and proof/series exists, and every patch
+     is listed once;
   2. each patch is a mail: From, Date, 'Subject: [PATCH n/m] prefix: Verb'
-     (at most $MAX_SUBJECT characters after the tag), a changelog,
-     Signed-off-by, '---' and a diffstat; the prefix is the one upstream
-     uses for what the patch touches: 'selftests/eventpoll:' for the
-     epoll selftests only, 'Documentation: userspace-api:' for
-     Documentation/ only, 'MAINTAINERS:' for MAINTAINERS only, and
-     'eventpoll:' for everything else; a patch for stable (Cc: stable)
-     has a Fixes: tag and touches no test;
-  3. patches/, series, kunit/ and selftests/ are what scripts/export-series.sh
-     makes from the applied commits (nothing hand-edited, nothing stale),
-     whoever runs the check: the export adds no identity of its own;
-  4. 'quilt push -a --fuzz=0' gives the same files as 'git am'.
+     ('[RFC PATCH n/m]' allowed; at most $MAX_SUBJECT characters after the
+     tag), a changelog, Signed-off-by, '---' and a diffstat; the prefix is
+     the one upstream uses for what the patch touches ('selftests/eventpoll:'
+     for the epoll selftests only, 'Documentation: userspace-api:' for
+     Documentation/ only, 'MAINTAINERS:' for MAINTAINERS only,
+     'eventpoll:' otherwise); a patch for stable (Cc: stable) has a
+     Fixes: tag and touches no test; a posted patch does not carry the
+     proof layer's trailer, a proof patch does;
+  3. each posting (a directory of patches/, a section of 'series') has a
+     cover letter template, Documentation/cover-letters/<posting>.txt,
+     with To: and Cc:, and 'Depends-on:' names only earlier postings;
+     no patch of a posting changes a file that an earlier patch of the
+     same posting added (a fixup belongs in the patch it fixes); and the
+     posting applies with 'git am' onto the base plus the postings it
+     depends on, and nothing else;
+  4. patches/, series, proof/, kunit/ and selftests/ are what
+     scripts/export-series.sh makes from the applied commits (nothing
+     hand-edited, nothing stale), whoever runs the check;
+  5. 'quilt push -a --fuzz=0' gives the same files as 'git am', for the
+     postings and for the postings with the proof layer.
+
+--self-test  show the check of 3 a posting with a fixup, and expect it
+             to be refused; needs nothing applied
 
 Exit status: 0 when all checks pass, 1 otherwise.
 EOF
@@ -37,18 +53,26 @@ drifted=0
 problem() { printf '%s: %s\n' "${0##*/}" "$*" >&2; fail=1; }
 
 check_listing() {
-	local p
+	local list dir p
 
-	while read -r p; do
-		problem "series lists $p twice"
-	done < <(series_patches | sort | uniq -d)
-	while read -r p; do
-		[ -f "$PATCHES_DIR/$p" ] || problem "series lists $p, which is not in patches/"
-	done < <(series_patches)
-	for p in "$PATCHES_DIR"/*.patch; do
-		[ -e "$p" ] || continue
-		series_patches | grep -qxF "${p##*/}" || problem "patches/${p##*/} is not in series"
+	for list in "$SERIES_FILE" "$PROOF_SERIES"; do
+		[ -f "$list" ] || continue
+		dir=$PATCHES_DIR
+		[ "$list" != "$PROOF_SERIES" ] || dir=$PROOF_DIR
+		while read -r p; do
+			problem "${list#"$REPO_DIR"/} lists $p twice"
+		done < <(series_patches "$list" | sort | uniq -d)
+		while read -r p; do
+			[ -f "$dir/$p" ] || problem "${list#"$REPO_DIR"/} lists $p, which is not in ${dir#"$REPO_DIR"/}/"
+		done < <(series_patches "$list")
 	done
+	while read -r p; do
+		series_patches | grep -qxF "$p" || problem "patches/$p is not in series"
+	done < <(cd "$PATCHES_DIR" && find . -name '[0-9]*.patch' ! -name '0000-cover-letter.patch' |
+		 sed 's|^\./||' | sort)
+	while read -r p; do
+		proof_patches | grep -qxF "$p" || problem "proof/$p is not in proof/series"
+	done < <(cd "$PROOF_DIR" 2>/dev/null && ls -- *.patch 2>/dev/null)
 }
 
 # The mail header of a patch, folded lines joined.
@@ -83,36 +107,114 @@ expected_prefix() {
 	esac
 }
 
+# Mail checks of patch file $1 (named $2 in messages); $3: proof or posted.
+check_mail() {
+	local f=$1 p=$2 layer=$3 hdr subject prefix
+
+	hdr=$(mail_header "$f")
+	grep -q '^From: .*<.*@.*>' <<<"$hdr" || problem "$p: no From: header"
+	grep -q '^Date: ' <<<"$hdr" || problem "$p: no Date: header"
+	subject=$(grep -m1 '^Subject: ' <<<"$hdr")
+	grep -Eq "$SUBJECT_RE" <<<"$subject" ||
+		problem "$p: subject is not '[PATCH n/m] prefix: Verb ...': $subject"
+	prefix=$(expected_prefix "$f")
+	[[ ${subject#*] } == "$prefix: "* ]] ||
+		problem "$p: touches $(touched_kind "$f"): subject must start '$prefix: '"
+	subject=${subject#*] }
+	[ "${#subject}" -le "$MAX_SUBJECT" ] ||
+		problem "$p: subject longer than $MAX_SUBJECT characters"
+	if grep -qi '^Cc: stable@vger.kernel.org' "$f"; then
+		grep -q '^Fixes: [0-9a-f]\{12\} ("' "$f" ||
+			problem "$p: Cc: stable without a 'Fixes: <12-char sha> (\"subject\")'"
+		! grep -Eq '^diff --git a/(fs/tests|tools/testing)/' "$f" ||
+			problem "$p: a stable fix must carry only the fix, not tests"
+	fi
+	if [ "$layer" = proof ]; then
+		grep -qxF "$PROOF_TRAILER" "$f" || problem "$p: proof patch without '$PROOF_TRAILER'"
+	else
+		! grep -qxF "$PROOF_TRAILER" "$f" || problem "$p: posted patch with '$PROOF_TRAILER'"
+	fi
+	awk '/^$/ {body=1; next} body && /^Signed-off-by:/ {exit} body && NF {n++}
+	     END {exit n < 3}' "$f" || problem "$p: changelog shorter than three lines"
+	grep -q '^Signed-off-by: .*<.*@.*>' "$f" || problem "$p: no Signed-off-by"
+	grep -qx -- '---' "$f" || problem "$p: no '---' separator"
+	grep -Eq '^ [0-9]+ files? changed' "$f" || problem "$p: no diffstat"
+}
+
 check_headers() {
-	local p f hdr subject prefix
+	local p
 
 	while read -r p; do
-		f="$PATCHES_DIR/$p"
-		[ -f "$f" ] || continue
-		hdr=$(mail_header "$f")
-		grep -q '^From: .*<.*@.*>' <<<"$hdr" || problem "$p: no From: header"
-		grep -q '^Date: ' <<<"$hdr" || problem "$p: no Date: header"
-		subject=$(grep -m1 '^Subject: ' <<<"$hdr")
-		grep -Eq "$SUBJECT_RE" <<<"$subject" ||
-			problem "$p: subject is not '[PATCH n/m] prefix: Verb ...': $subject"
-		prefix=$(expected_prefix "$f")
-		[[ ${subject#*] } == "$prefix: "* ]] ||
-			problem "$p: touches $(touched_kind "$f"): subject must start '$prefix: '"
-		subject=${subject#*] }
-		[ "${#subject}" -le "$MAX_SUBJECT" ] ||
-			problem "$p: subject longer than $MAX_SUBJECT characters"
-		if grep -qi '^Cc: stable@vger.kernel.org' "$f"; then
-			grep -q '^Fixes: [0-9a-f]\{12\} ("' "$f" ||
-				problem "$p: Cc: stable without a 'Fixes: <12-char sha> (\"subject\")'"
-			! grep -Eq '^diff --git a/(fs/tests|tools/testing)/' "$f" ||
-				problem "$p: a stable fix must carry only the fix, not tests"
-		fi
-		awk '/^$/ {body=1; next} body && /^Signed-off-by:/ {exit} body && NF {n++}
-		     END {exit n < 3}' "$f" || problem "$p: changelog shorter than three lines"
-		grep -q '^Signed-off-by: .*<.*@.*>' "$f" || problem "$p: no Signed-off-by"
-		grep -qx -- '---' "$f" || problem "$p: no '---' separator"
-		grep -Eq '^ [0-9]+ files? changed' "$f" || problem "$p: no diffstat"
+		[ ! -f "$PATCHES_DIR/$p" ] || check_mail "$PATCHES_DIR/$p" "$p" posted
 	done < <(series_patches)
+	while read -r p; do
+		[ ! -f "$PROOF_DIR/$p" ] || check_mail "$PROOF_DIR/$p" "proof/$p" proof
+	done < <(proof_patches)
+}
+
+# Postings named by 'Depends-on:' in the template of posting $1.
+depends_on() {
+	sed -n '1,/^$/s/^Depends-on: //p' "$COVER_DIR/$1.txt" 2>/dev/null | tr ', ' '\n\n' | sed '/^$/d'
+}
+
+# The files patch $1 adds ("new file mode").
+added_files() {
+	awk '/^diff --git a\// { f = $3; sub(/^a\//, "", f) } /^new file mode/ { print f }' "$1"
+}
+
+# The files patch $1 changes, deletes or renames (not those it adds).
+changed_files() {
+	awk '/^diff --git a\// { if (f != "" && !added) print f; f = $3; sub(/^a\//, "", f); added = 0 }
+	     /^new file mode/ { added = 1 }
+	     END { if (f != "" && !added) print f }' "$1"
+}
+
+# No patch of posting $1 (its patches in $2, listed in order) changes a
+# file an earlier patch of the posting added.
+check_no_fixup() {
+	local posting=$1 dir=$2 p f
+	declare -A added_by=()
+
+	while read -r p; do
+		while read -r f; do
+			[ -z "${added_by[$f]:-}" ] ||
+				problem "posting $posting: ${p##*/} changes $f, which ${added_by[$f]} of the same posting adds: fold the change into that patch"
+		done < <(changed_files "$dir/$p")
+		while read -r f; do
+			added_by[$f]=${p##*/}
+		done < <(added_files "$dir/$p")
+	done
+}
+
+# Each posting applies onto the base plus what it depends on.
+check_postings_apply() {
+	local tmp=$1 posting dep earlier="" wt="$tmp/postings-wt" p
+
+	git -C "$WORKTREE" worktree add -q --detach "$wt" "$(base_commit)" 2>/dev/null ||
+		{ problem "cannot make a worktree to apply the postings alone"; return; }
+	for posting in $(postings); do
+		[ -f "$COVER_DIR/$posting.txt" ] ||
+			{ problem "posting $posting has no cover letter template Documentation/cover-letters/$posting.txt"; continue; }
+		for dep in $(depends_on "$posting"); do
+			grep -qxF "$dep" <<<"$earlier" ||
+				problem "posting $posting depends on '$dep', which is no earlier posting"
+		done
+		grep -Eq '^To: .+@' "$COVER_DIR/$posting.txt" || problem "posting $posting: its cover letter has no To:"
+		grep -Eq '^Cc: .+@' "$COVER_DIR/$posting.txt" || problem "posting $posting: its cover letter has no Cc:"
+		check_no_fixup "$posting" "$PATCHES_DIR" < <(posting_patches "$posting")
+		git -C "$wt" checkout -q -f --detach "$(base_commit)"
+		for p in $(for dep in $(depends_on "$posting"); do posting_patches "$dep"; done) \
+			 $(posting_patches "$posting"); do
+			git -C "$wt" -c user.name=check-series -c user.email=check-series@localhost \
+				am -q "$PATCHES_DIR/$p" >/dev/null 2>&1 || {
+				git -C "$wt" am --abort >/dev/null 2>&1 || true
+				problem "posting $posting does not apply onto the base plus '$(depends_on "$posting" | tr '\n' ' ')': $p fails"
+				break
+			}
+		done
+		earlier+="$posting"$'\n'
+	done
+	git -C "$WORKTREE" worktree remove -f "$wt"
 }
 
 check_drift() {
@@ -123,7 +225,7 @@ check_drift() {
 		sed 's/^/    /' "$tmp/export.log" >&2
 		return
 	fi
-	for d in patches series kunit selftests; do
+	for d in patches series proof kunit selftests; do
 		if [ ! -e "$REPO_DIR/$d" ]; then
 			problem "$d is missing"
 			continue
@@ -134,36 +236,85 @@ check_drift() {
 		drifted=1
 	done
 	[ "$drifted" -eq 0 ] ||
-		problem "remedy: edit the commits in $WORKTREE ('make tree' makes them), then 'make export'; never edit patches/, series, kunit/ or selftests/ by hand"
+		problem "remedy: edit the commits in $WORKTREE ('make tree' makes them), then 'make export'; never edit patches/, series, proof/, kunit/ or selftests/ by hand"
 }
 
-# quilt on a copy of just the files the series touches, compared with git am.
-check_quilt() {
-	local tmp=$1 base f
+# quilt of series file $2 (patches in $3) on a copy of the base's files
+# that commits base..$1 change, compared with $1.
+check_quilt_upto() {
+	local tmp=$1 top=$2 list=$3 dir=$4 base f q
 
 	base=$(base_commit)
-	mkdir -p "$tmp/quilt"
-	git -C "$WORKTREE" diff --name-only --diff-filter=DM "$base" HEAD |
-		xargs -r git -C "$WORKTREE" archive "$base" | tar -C "$tmp/quilt" -x
-	if ! (cd "$tmp/quilt" && QUILT_PATCHES="$PATCHES_DIR" QUILT_SERIES="$SERIES_FILE" \
-	      QUILT_PC=.pc quilt push -q -a --fuzz=0 >"$tmp/quilt.log" 2>&1); then
-		problem "quilt push -a --fuzz=0 failed:"
-		sed 's/^/    /' "$tmp/quilt.log" >&2
-		return
+	q="$tmp/quilt-${list##*/}"
+	mkdir -p "$q"
+	git -C "$WORKTREE" diff --name-only --diff-filter=DM "$base" "$top" |
+		xargs -r git -C "$WORKTREE" archive "$base" | tar -C "$q" -x
+	if ! (cd "$q" && QUILT_PATCHES="$dir" QUILT_SERIES="$list" \
+	      QUILT_PC=.pc quilt push -q -a --fuzz=0 >"$q.log" 2>&1); then
+		problem "quilt push -a --fuzz=0 of ${list#"$REPO_DIR"/} failed:"
+		sed 's/^/    /' "$q.log" >&2
+		return 1
 	fi
 	while read -r f; do
-		if git -C "$WORKTREE" cat-file -e "HEAD:$f" 2>/dev/null; then
-			git -C "$WORKTREE" show "HEAD:$f" | cmp -s - "$tmp/quilt/$f" ||
-				problem "quilt and git am disagree on $f"
-		elif [ -e "$tmp/quilt/$f" ]; then
+		if git -C "$WORKTREE" cat-file -e "$top:$f" 2>/dev/null; then
+			git -C "$WORKTREE" show "$top:$f" | cmp -s - "$q/$f" ||
+				problem "quilt and git am disagree on $f (${list#"$REPO_DIR"/})"
+		elif [ -e "$q/$f" ]; then
 			problem "quilt leaves $f, which git am deleted"
 		fi
-	done < <(git -C "$WORKTREE" diff --name-only "$base" HEAD)
+	done < <(git -C "$WORKTREE" diff --name-only "$base" "$top")
+}
+
+check_quilt() {
+	local tmp=$1 both="$tmp/series.all"
+
+	check_quilt_upto "$tmp" "$(postings_head)" "$SERIES_FILE" "$PATCHES_DIR" || return 0
+	[ -s "$PROOF_SERIES" ] && [ -n "$(proof_patches)" ] || return 0
+	# One quilt queue for both layers: entries relative to the repository.
+	{ series_patches | sed 's|^|patches/|'; proof_patches | sed 's|^|proof/|'; } > "$both"
+	check_quilt_upto "$tmp" HEAD "$both" "$REPO_DIR" || true
+}
+
+# A posting whose second patch changes the file its first one adds.
+self_test() {
+	local tmp=$1 out
+
+	mkdir -p "$tmp/st"
+	cat > "$tmp/st/0001-a.patch" <<'EOF'
+diff --git a/tools/x.c b/tools/x.c
+new file mode 100644
+--- /dev/null
++++ b/tools/x.c
+@@ -0,0 +1 @@
++int x;
+EOF
+	cat > "$tmp/st/0002-b.patch" <<'EOF'
+diff --git a/tools/x.c b/tools/x.c
+--- a/tools/x.c
++++ b/tools/x.c
+@@ -1 +1 @@
+-int x;
++int y;
+EOF
+	check_no_fixup selftest "$tmp/st" 2>"$tmp/st/out" < <(printf '%s\n' 0001-a.patch 0002-b.patch)
+	out=$(cat "$tmp/st/out")
+	if [ "$fail" -eq 1 ] && grep -q '0002-b.patch changes tools/x.c, which 0001-a.patch' <<<"$out"; then
+		fail=0
+		log "self-test: a posting with a fixup is refused: $out"
+		return 0
+	fi
+	die "self-test: the posting with a fixup was not refused (got: ${out:-nothing})"
 }
 
 main() {
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
+	--self-test)
+		tmp=$(mktemp -d)
+		trap 'rm -rf "$tmp"' EXIT
+		self_test "$tmp"
+		exit 0
+		;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
@@ -172,10 +323,11 @@ main() {
 	trap 'rm -rf "$tmp"' EXIT
 	check_listing
 	check_headers
+	check_postings_apply "$tmp"
 	check_drift "$tmp"
 	check_quilt "$tmp"
 	[ "$fail" -eq 0 ] || die "the patch queue has the problems above"
-	log "$(series_patches | wc -l) patches: listed, well-formed, in sync, quilt == git am"
+	log "$(series_patches | wc -l) patches in $(postings | wc -l) postings and $(proof_patches | wc -l) of the proof layer: listed, well-formed, each posting applies on its own, no fixup, in sync, quilt == git am"
 }
 
 main "$@"

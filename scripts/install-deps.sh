@@ -8,8 +8,8 @@ set -o errexit -o nounset -o pipefail
 
 # One line per stage, so a missing tool is easy to trace to its user.
 readonly PACKAGES=(
-	"$BASE_PACKAGE" xz-utils				# base tree
-	linux-source-6.1					# stable backport check
+	xz-utils						# base tree (scripts/fetch-debian-package.sh)
+	linux-source-6.12 linux-source-6.1			# stable backport check
 	git quilt						# apply, export
 	build-essential bc bison flex libelf-dev libssl-dev	# kernel build
 	ccache cpio kmod rsync python3				# kernel build, kunit.py

@@ -13,10 +13,14 @@ readonly REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Scripts remove and recreate directories below it: never the root.
 OUT_DIR=$(realpath -m "$OUT_DIR")
 [ "$OUT_DIR" != / ] || { echo "OUT_DIR must not be /" >&2; exit 1; }
-# An existing kernel git tree to use instead of Debian's linux-source-6.12.
+# An existing kernel git tree to use instead of Debian's linux-source-7.3.
 : "${KERNEL_TREE:=}"
-# Debian package that provides the default base tree.
-: "${BASE_PACKAGE:=linux-source-6.12}"
+# The Debian package that provides the default base tree, the suite it is
+# downloaded from (empty: installed with apt, scripts/install-deps.sh) and
+# the version the series was made against.
+: "${BASE_PACKAGE:=linux-source-7.3}"
+: "${BASE_SUITE=trixie-backports}"
+: "${BASE_VERSION=7.3.4-1~bpo13+1}"
 : "${JOBS:=$(nproc)}"
 
 # The same CC on every run, or kbuild rebuilds everything.
@@ -41,17 +45,59 @@ readonly KUNIT_KCONFIG_ADD=(--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n
 readonly WORKTREE="$OUT_DIR/linux"
 readonly BUILD_DIR="$OUT_DIR/build"
 readonly RESULTS_DIR="$OUT_DIR/results"
+# The postings: 'series' lists <posting>/<patch> under patches/, one
+# '#' section per posting, in the order they apply; each posting's cover
+# letter template is Documentation/cover-letters/<posting>.txt.
 : "${SERIES_FILE:=$REPO_DIR/series}"
 readonly PATCHES_DIR="$REPO_DIR/patches"
+readonly COVER_DIR="$REPO_DIR/Documentation/cover-letters"
+# The local proof layer, applied on top of the postings, never mailed:
+# proof/series lists the patches in proof/.
+readonly PROOF_DIR="$REPO_DIR/proof"
+: "${PROOF_SERIES:=$PROOF_DIR/series}"
+# Every commit of the proof layer carries this trailer; no posted one does.
+readonly PROOF_TRAILER="Proof-layer: local, not for posting"
 # The branch in $WORKTREE that carries the series on top of the base.
 : "${SERIES_BRANCH:=eventpoll-series}"
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
-# Patch file names from $SERIES_FILE, in order, comments and blanks dropped.
+# Entries of the quilt series file $1 (default: $SERIES_FILE), in order,
+# comments and blanks dropped.
 series_patches() {
-	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$SERIES_FILE"
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "${1:-$SERIES_FILE}"
+}
+
+# The proof layer's patch file names, in order (none without proof/series).
+proof_patches() {
+	[ ! -f "$PROOF_SERIES" ] || series_patches "$PROOF_SERIES"
+}
+
+# The postings, in the order they apply: the directories of the entries.
+postings() {
+	series_patches | sed -n 's|/.*||p' | awk '!seen[$0]++'
+}
+
+# The entries of posting $1, in order.
+posting_patches() {
+	series_patches | grep "^$1/"
+}
+
+# True when commit $1 of $WORKTREE belongs to the proof layer.
+is_proof_commit() {
+	git -C "$WORKTREE" log -1 --format=%B "$1" | grep -qxF "$PROOF_TRAILER"
+}
+
+# The last commit of the postings on the branch: HEAD without the proof
+# layer's commits, which all come after the postings'.
+postings_head() {
+	local c
+
+	for c in $(git -C "$WORKTREE" rev-list "$(base_commit)..HEAD"); do
+		is_proof_commit "$c" || { printf '%s\n' "$c"; return 0; }
+	done
+	base_commit
 }
 
 # The commit the branch was at when apply-series.sh or export-series.sh
@@ -112,9 +158,9 @@ builds_as_parent() {
 		grep -qvE '^(tools/testing/|Documentation/.*\.rst$|MAINTAINERS$)'
 }
 
-# The kernel C files (not tools/) that the series adds or changes.
+# The kernel C files (not tools/) that the postings add or change.
 series_c_files() {
-	git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" HEAD -- '*.c' ':!tools/'
+	git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" "$(postings_head)" -- '*.c' ':!tools/'
 }
 
 # Fail when olddefconfig dropped or changed an option that one of the

@@ -316,7 +316,7 @@ check_patch_entry() {
 	local patch added stray found=0
 
 	[ -d "$PATCHES_DIR" ] || { log "no $PATCHES_DIR: patch check skipped"; return; }
-	for patch in "$PATCHES_DIR"/*.patch; do
+	for patch in "$PATCHES_DIR"/*/[0-9]*.patch; do
 		[ -f "$patch" ] || continue
 		added=$(patch_added "$patch")
 		[ -n "$added" ] || continue

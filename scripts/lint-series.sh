@@ -14,10 +14,11 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h] [checkpatch|build]...
 
-  checkpatch  scripts/checkpatch.pl --strict on every patch: no error,
+  checkpatch  scripts/checkpatch.pl --strict on every posted patch (not the
+              proof layer's, which is never mailed): no error,
               warning or check (the only tolerated line is the MAINTAINERS
               reminder for new files in patches before the MAINTAINERS patch)
-  build       for the base and then each prefix of the series, in a separate
+  build       for the base and then each prefix of the postings, in a separate
               worktree ($BISECT_TREE) with the guest's .config: build the
               objects of every C file the series touches, with sparse (C=2);
               fail on a build error or on a sparse warning the prefix adds.
@@ -133,10 +134,10 @@ build() {
 		new=$(added "$LOG/sparse-$prev.txt" "$LOG/sparse-$i.txt")
 		[ -z "$new" ] || { problem "$p adds sparse warnings:"; sed 's/^/    /' <<<"$new" >&2; }
 		prev=$i
-	done 3< <(git -C "$WORKTREE" rev-list --reverse "$base..HEAD")
+	done 3< <(git -C "$WORKTREE" rev-list --reverse "$base..$(postings_head)")
 	[ "$i" -eq "$(series_patches | wc -l)" ] ||
-		problem "checked $i commits, but the series has $(series_patches | wc -l) patches"
-	top=$(git -C "$WORKTREE" rev-parse HEAD)
+		problem "checked $i commits, but the postings have $(series_patches | wc -l) patches"
+	top=$(postings_head)
 	git -C "$BISECT_TREE" checkout -q -f "$top" ||
 		{ problem "cannot check out the top of the series in $BISECT_TREE"; return; }
 	cocci top "$objs"

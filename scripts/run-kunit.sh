@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly KUNITCONFIG="fs/tests/eventpoll.kunitconfig"
+readonly KUNITCONFIG="fs/tests/.kunitconfig"
 readonly KUNIT_BUILD="$BUILD_DIR/kunit-uml"
 # --no-pm-sleep: the cases that may skip without CONFIG_PM_SLEEP, because
 # they are about the wakeup source itself; every other case must run.

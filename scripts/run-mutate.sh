@@ -10,7 +10,7 @@ set -o errexit -o nounset -o pipefail
 readonly MUT_OUT="$OUT_DIR/mut"
 readonly GEN="$REPO_DIR/mutants/generated.tsv"
 readonly UNCOMPILABLE="$REPO_DIR/mutants/uncompilable"
-readonly KUNITCONFIG="fs/tests/eventpoll.kunitconfig"
+readonly KUNITCONFIG="fs/tests/.kunitconfig"
 # Tests written for survivors, not in the series yet: the sweep runs them.
 readonly NEW_TESTS="$REPO_DIR/new-tests"
 

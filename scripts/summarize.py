@@ -33,7 +33,7 @@ import re
 import subprocess
 import sys
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ORIGIN = 'eventpoll_series'
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')
@@ -63,15 +63,37 @@ SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'Attempted to kill init')
 
 GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest)')
+# What a result belongs to: the postings' tests (upstream's deflaked
+# epoll_wakeup_test among them), the local proof layer's, or bench/'s
+# short correctness runs.
+LAYERS = ('posted', 'proof', 'bench')
 # The UML KUnit runs: make run's, and make check's without CONFIG_PM_SLEEP
 # (the guest's boot runs the suite with it): results and build name, group,
 # KCIDB build and configuration. The second may skip the cases about the
 # wakeup source itself; scripts/run-kunit.sh fails its stage on any other skip.
 UML_RUNS = {
-    'kunit-uml': (GROUPS[0], 'uml', 'kunit.py defaults + fs/tests/eventpoll.kunitconfig'),
+    'kunit-uml': (GROUPS[0], 'uml', 'kunit.py defaults + fs/tests/.kunitconfig'),
     'kunit-uml-nopm': ('KUnit (UML, no PM_SLEEP)', 'uml-nopm',
-                       'kunit.py defaults + fs/tests/eventpoll.kunitconfig + CONFIG_PM_SLEEP=n'),
+                       'kunit.py defaults + fs/tests/.kunitconfig + CONFIG_PM_SLEEP=n'),
 }
+
+
+def posted_programs():
+    """The kselftest programs of the postings: TEST_GEN_PROGS of the
+    Makefile the last posting leaves (its mirror, selftests/Makefile)."""
+    text = read_text(os.path.join(REPO_DIR, 'selftests', 'Makefile')) or ''
+    m = re.search(r'^TEST_GEN_PROGS\s*:?=((?:.*\\\n)*.*)$', text, re.M)
+    return set(m[1].replace('\\\n', ' ').split()) if m else set()
+
+
+def layer_of(group, result, posted):
+    """posted, proof or bench, for a result of group @group."""
+    if group == GROUPS[2]:
+        program = result[1]
+        if program in posted:
+            return 'posted'
+        return 'bench' if program.startswith('epoll_server') else 'proof'
+    return 'proof' if result[0][0].endswith('_proof') else 'posted'
 
 
 def read_lines(path):
@@ -288,7 +310,7 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
     run_id = f"{(run['top_commit'] or 'unknown')[:12]}-{run['start_time'] or run['end_time']}"
     run_id = re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)
     checkout = {'id': f'{ORIGIN}:{run_id}', 'origin': ORIGIN,
-                'tree_name': 'linux-source-6.12' if not run['kernel_tree'] else 'custom',
+                'tree_name': 'linux-source-7.3' if not run['kernel_tree'] else 'custom',
                 'valid': all(r['status'] == 0 for r in stage_rows if r['stage'] == 'apply')}
     if run['base_commit']:
         checkout['git_commit_hash'] = run['base_commit']
@@ -440,9 +462,13 @@ def main():
     problems += [f'kernel log: {s}' for s in kernel_log]
     run = metadata(out_dir, args.results, stage_rows)
     counts = {name: count(r[-1] for r in results) for name, results in groups.items()}
+    posted = posted_programs()
+    layers = {name: {layer: count(r[-1] for r in results if layer_of(name, r, posted) == layer)
+                     for layer in LAYERS}
+              for name, results in groups.items()}
     summary = {
         'schema': 'eventpoll-series-summary', 'schema_version': SCHEMA_VERSION,
-        'run': run, 'stages': stage_rows, 'counts': counts,
+        'run': run, 'stages': stage_rows, 'counts': counts, 'layers': layers,
         'programs': programs, 'kernel_log': kernel_log,
         'kcidb': kcidb(run, stage_rows, groups, programs, kernel_log),
     }
@@ -451,9 +477,12 @@ def main():
     for row in stage_rows:
         out.append(f"{row['stage']:<28}{row['seconds']:>8}  {'ok' if row['status'] == 0 else 'FAILED'}")
     out.append('')
-    out.append(f"{'tests':<28}{'passed':>8}{'failed':>8}{'skipped':>8}")
+    out.append(f"{'tests':<36}{'passed':>8}{'failed':>8}{'skipped':>8}")
     for name, c in counts.items():
-        out.append(f"{name:<28}{c['pass']:>8}{c['fail']:>8}{c['skip']:>8}")
+        out.append(f"{name:<36}{c['pass']:>8}{c['fail']:>8}{c['skip']:>8}")
+        for layer, lc in layers[name].items():
+            if sum(lc.values()):
+                out.append(f"{'  ' + layer:<36}{lc['pass']:>8}{lc['fail']:>8}{lc['skip']:>8}")
     out.append('')
     for p in programs:
         per = count(t['status'] for t in ktests

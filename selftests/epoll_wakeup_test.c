@@ -11,7 +11,8 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/eventfd.h>
-#include "../../kselftest_harness.h"
+#include <time.h>
+#include "kselftest_harness.h"
 
 struct epoll_mtcontext
 {
@@ -3517,6 +3518,97 @@ TEST(epoll64)
 	close(ctx.efd[0]);
 	close(ctx.sfd[0]);
 	close(ctx.sfd[1]);
+}
+
+/*
+ * Each thread stops after 100000 calls, or once EPOLL65_SECONDS have
+ * passed, so that a slow machine (an emulator, a debug kernel) ends the
+ * test within the harness's timeout with fewer calls instead of failing.
+ */
+#define EPOLL65_SECONDS 10
+
+static struct timespec epoll65_deadline;
+
+static bool epoll65_expired(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > epoll65_deadline.tv_sec ||
+	       (now.tv_sec == epoll65_deadline.tv_sec &&
+		now.tv_nsec >= epoll65_deadline.tv_nsec);
+}
+
+static void *epoll65_wait(void *ctx_)
+{
+	struct epoll_mtcontext *ctx = ctx_;
+	struct epoll_event event;
+
+	for (int i = 0; i < 100000; ++i) {
+		if (!epoll_wait(ctx->efd[0], &event, 1, 0))
+			return (void *)ENODATA;
+		if (i % 1000 == 999 && epoll65_expired())
+			break;
+	}
+
+	return (void *)0;
+}
+
+TEST(epoll65)
+{
+	struct epoll_mtcontext ctx;
+	struct epoll_event event;
+	int64_t dummy_data = 99;
+	pthread_t threads[64];
+	uintptr_t ret;
+	int i, err;
+
+	ctx.efd[0] = epoll_create(1);
+	ASSERT_GE(ctx.efd[0], 0);
+	ctx.efd[1] = eventfd(0, 0);
+	ASSERT_GE(ctx.efd[1], 0);
+
+	event.events = EPOLLIN;
+	err = epoll_ctl(ctx.efd[0], EPOLL_CTL_ADD, ctx.efd[1], &event);
+	ASSERT_EQ(err, 0);
+
+	write(ctx.efd[1], &dummy_data, sizeof(dummy_data));
+
+	clock_gettime(CLOCK_MONOTONIC, &epoll65_deadline);
+	epoll65_deadline.tv_sec += EPOLL65_SECONDS;
+	for (i = 0; i < ARRAY_SIZE(threads); ++i)
+		ASSERT_EQ(pthread_create(&threads[i], NULL, epoll65_wait, &ctx), 0);
+
+	for (i = 0; i < ARRAY_SIZE(threads); ++i) {
+		ASSERT_EQ(pthread_join(threads[i], (void **)&ret), 0);
+		ASSERT_EQ(ret, 0);
+	}
+
+	close(ctx.efd[0]);
+	close(ctx.efd[1]);
+}
+
+TEST(epoll66)
+{
+	struct epoll_event event;
+	int pfd[2], efd;
+
+	ASSERT_EQ(pipe(pfd), 0);
+
+	efd = epoll_create1(0);
+	ASSERT_GE(efd, 0);
+
+	event.events = EPOLLIN | EPOLLET;
+	ASSERT_EQ(epoll_ctl(efd, EPOLL_CTL_ADD, pfd[0], &event), 0);
+
+	for (int i = 0; i < 2; ++i) {
+		ASSERT_EQ(write(pfd[1], "", 1), 1);
+		EXPECT_EQ(epoll_wait(efd, &event, 1, 0), 1);
+	}
+
+	close(pfd[0]);
+	close(pfd[1]);
+	close(efd);
 }
 
 TEST_HARNESS_MAIN

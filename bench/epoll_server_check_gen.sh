@@ -1,0 +1,5 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kselftest entry (BENCH_CHECK=1, scripts/build-selftests.sh): the short
+# correctness run of the server's generation-tagged slot variant.
+exec ./epoll_server --check --retire=gen

@@ -61,7 +61,10 @@ EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE = os.path.join(REPO, "mutants", "invisible.tsv")
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
-GUEST_TSV = os.path.join(MUT, "guest.tsv")
+# One result file per kind of guest sweep (GUEST_RESULTS): the posted
+# programs run on every mutant, the proof layer's on the survivors.
+GUEST_TSV = os.path.join(MUT, os.environ.get("GUEST_RESULTS") or "guest.tsv")
+FAILFAST = os.environ.get("GUEST_FAILFAST", "1")
 TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
 TESTS = os.environ.get("GUEST_TESTS") or "epoll_wakeup_abi_test,epoll_ctl_disable_test"
 ABIS = os.environ.get("GUEST_ABIS", "m64")
@@ -181,7 +184,10 @@ def kunit_one(mid):
     nots = re.findall(r"^\s*not ok \d+ (eventpoll_\w+)", raw, re.M)
     ntests = oks + len(nots)
     killers = {k.split(".")[-1] for k in killers} | set(nots)
-    done = re.search(r"^\s*(ok|not ok) \d+ eventpoll\s*$", raw, re.M)
+    # Every suite of the tree (the posted one, the proof layer's) ended.
+    suites = ["eventpoll"] + (["eventpoll_proof"] if os.path.exists(
+        os.path.join(TREE, "fs", "tests", "eventpoll_proof_kunit.c")) else [])
+    done = all(re.search(rf"^\s*(ok|not ok) \d+ {name}\s*$", raw, re.M) for name in suites)
     if not done:
         killers.add("timeout" if "(timeout)" in raw or secs >= TIMEOUT else "crash")
     for pat, what in ((r"BUG[: ]|Kernel panic|Oops|general protection", "crash"),
@@ -367,7 +373,7 @@ def merge_jobs():
     done = {int(r[0]) for r in read_results(GUEST_TSV)}
     new = []
     for d in job_dirs():
-        for r in read_results(os.path.join(d, "guest.tsv")):
+        for r in read_results(os.path.join(d, os.path.basename(GUEST_TSV))):
             mid = int(r[0])
             if mid in done:
                 continue
@@ -434,7 +440,7 @@ def cmd_guest(ids):
         env = dict(os.environ, OUT_DIR=MUT,
                    QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(300 + 120 * len(batch))),
                    QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
-                               f"epoll.mutants={','.join(map(str, batch))}")
+                               f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))}")
         bt = time.time()
         for name in ("ktap.log", "console.log"):
             if os.path.exists(os.path.join(results, name)):
@@ -471,6 +477,50 @@ def cmd_guest(ids):
     log(f"guest sweep: {len(ids)} mutants, {boot} boots, {time.time() - t0:.0f}s")
 
 
+def posted_kunit_cases():
+    """The cases of the posted KUnit suite (its mirror, kunit/)."""
+    try:
+        with open(os.path.join(REPO, "kunit", "eventpoll_kunit.c")) as f:
+            return set(re.findall(r"KUNIT_CASE(?:_PARAM)?\((eventpoll_\w+)", f.read()))
+    except FileNotFoundError:
+        return set()
+
+
+def posted_programs():
+    """The kselftest programs of the postings (their mirror, selftests/)."""
+    try:
+        with open(os.path.join(REPO, "selftests", "Makefile")) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return set()
+    m = re.search(r"^TEST_GEN_PROGS\s*:?=((?:.*\\\n)*.*)$", text, re.M)
+    return set(m[1].replace("\\\n", " ").split()) if m else set()
+
+
+def layer_of(killer, cases, programs):
+    """posted or proof: which tests a killer belongs to. A crash, a
+    timeout or a kernel report counts for the proof layer only: which
+    test met it is not known, and the posted score must not guess."""
+    if ":" in killer:
+        prog = killer.split(":", 1)[0]
+        return "posted" if prog in programs else "proof"
+    return "posted" if killer in cases else "proof"
+
+
+def guest_results():
+    """{id: (status, killers)} of every guest sweep (guest*.tsv), merged."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(MUT, "guest*.tsv"))):
+        for r in read_results(path):
+            mid = int(r[0])
+            st, ks = out.get(mid, ("survived", []))
+            kill = [k for k in r[2].split(",") if k]
+            if r[1] == "killed" or kill:
+                st = "killed"
+            out[mid] = (st, ks + [k for k in kill if k not in ks])
+    return out
+
+
 def cmd_report(ids):
     merge_jobs()
     gen = generated()
@@ -481,7 +531,8 @@ def cmd_report(ids):
     equiv = equivalents(gen)
     invisible = equivalents(gen, INVISIBLE)
     ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
-    gu = {int(r[0]): (r[1], [k for k in r[2].split(",") if k]) for r in read_results(GUEST_TSV)}
+    gu = guest_results()
+    cases, programs = posted_kunit_cases(), posted_programs()
     rows = []
     st_count = {}
     for mid, g in sorted(gen.items()):
@@ -508,30 +559,26 @@ def cmd_report(ids):
         f.write(stamp() + "\n")
         for r in rows:
             f.write("\t".join(map(str, r)) + "\n")
+
+    def killers(r):
+        return [k for k in r[4].split(",") if k]
+
+    def pct(a, b):
+        return f"{a}/{b} = {100 * a / b:.1f}%" if b else f"{a}/0"
+
     total = len(rows)
     live = [r for r in rows if r[3] in ("killed", "survived")]
-    killed = sum(r[3] == "killed" for r in live)
     print(f"{total} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(st_count.items())))
-    if live:
-        print(f"score (killed / non-equivalent run): {killed}/{len(live)} = {100 * killed / len(live):.1f}%")
-    g = [r for r in rows if "guest" in r[7] and r[3] != "equivalent"]
-    gk = [r for r in g if any(":" in k and not k.startswith("kernel:") for k in r[4].split(","))]
-    if g:
-        print(f"guest: {len(g)} non-equivalent mutants ran, {len(gk)} killed by the kselftests")
-        vis = [r for r in g if r[0] not in invisible]
-        vk = [r for r in vis if r in gk]
-        print(f"guest, user-visible only (not in mutants/invisible.tsv): "
-              f"{len(vk)}/{len(vis)} = {100 * len(vk) / len(vis):.1f}% killed by the kselftests")
-        # The programs' last test fails on a kernel report, not on a result.
-        vo = [r for r in vk if all(k.endswith(":" + REPORT_TEST) for k in r[4].split(",")
-                                   if ":" in k and not k.startswith("kernel:"))]
-        vn = len(vk) - len(vo)
-        print(f"  of them {len(vo)} only by {REPORT_TEST} (a kernel report); by a result: "
-              f"{vn}/{len(vis)} = {100 * vn / len(vis):.1f}%")
-        # A crash, KASAN report or hang they trigger fails make check too.
-        vr = [r for r in vis if any(":" in k or k == "crash-or-hang" for k in r[4].split(","))]
-        print(f"guest, user-visible only, kselftests or the kernel reports they trigger: "
-              f"{len(vr)}/{len(vis)} = {100 * len(vr) / len(vis):.1f}%")
+    killed = sum(r[3] == "killed" for r in live)
+    print(f"posted + proof (every test): {pct(killed, len(live))} of the non-equivalent mutants")
+    posted = [r for r in live if any(layer_of(k, cases, programs) == "posted" for k in killers(r))]
+    print(f"posted tests (KUnit and kselftests): {pct(len(posted), len(live))}")
+    vis = [r for r in live if r[0] not in invisible and r[0] in gu]
+    pk = [r for r in vis if any(":" in k and layer_of(k, cases, programs) == "posted"
+                                for k in killers(r))]
+    print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}")
+    print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
+          f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
     by_op = {}
     for r in rows:
         d = by_op.setdefault(r[2], {})

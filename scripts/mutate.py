@@ -61,10 +61,14 @@ TARGETS = {
         "ep_item_poll", "ep_insert", "ep_modify", "ep_remove_epi",
         "ep_remove", "eventpoll_release_file", "ep_clear_and_put",
         "ep_eventpoll_release", "ep_disable",
-        # ctl entry points
+        # ctl entry points and their locking
         "do_epoll_ctl_file", "do_epoll_ctl", "SYSCALL_DEFINE4(epoll_ctl",
+        "ep_ctl_lock", "ep_ctl_unlock",
+        # IORING_OP_EPOLL_WAIT's way in
+        "epoll_sendevents", "ep_check_params", "ep_try_send_events",
     ],
-    "io_uring/epoll.c": ["io_epoll_ctl_prep", "io_epoll_ctl"],
+    "io_uring/epoll.c": ["io_epoll_ctl_prep", "io_epoll_ctl",
+                         "io_epoll_wait_prep", "io_epoll_wait"],
     "include/linux/eventpoll.h": [
         "eventpoll_release", "ep_op_has_event", "ep_op_check_no_event",
         "epoll_put_uevent",
@@ -221,7 +225,7 @@ def find_function(text, name):
     if name.startswith("SYSCALL_DEFINE"):
         m = re.search(re.escape(name) + r"\b", text)
     else:
-        m = re.search(r"^[\w \t*]*?\b" + re.escape(name) + r"\(", text, re.M)
+        m = re.search(r"^(?![ \t]*\*)[\w \t*]*?\b" + re.escape(name) + r"\(", text, re.M)
     if not m:
         raise SystemExit(f"mutate.py: function {name} not found")
     # skip prototypes: first match followed by a body
@@ -235,7 +239,8 @@ def find_function(text, name):
             tk = tokenize(text, toks[c + 1].a, len(text))
             e = match_close(tk, 0)
             return head, tk[0].a, tk[e].b
-        m = re.compile(r"^[\w \t*]*?\b" + re.escape(name) + r"\(", re.M).search(text, k)
+        m = re.compile(r"^(?![ \t]*\*)[\w \t*]*?\b" + re.escape(name) + r"\(",
+                       re.M).search(text, k)
         if not m:
             raise SystemExit(f"mutate.py: no definition of {name}")
 

@@ -19,6 +19,7 @@ struct epoll_mtcontext
 	int efd[3];
 	int sfd[4];
 	volatile int count;
+	volatile int stop;
 
 	pthread_t main;
 	pthread_t waiter;
@@ -3115,6 +3116,31 @@ TEST(epoll58)
 	close(ctx.sfd[3]);
 }
 
+/*
+ * Tests that repeat a step many times stop once RUN_SECONDS have passed,
+ * so that a slow machine (an emulator, a debug kernel) ends them within
+ * the harness's timeout, with fewer repetitions, instead of failing.
+ */
+#define RUN_SECONDS 10
+
+static struct timespec run_deadline;
+
+static void run_deadline_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &run_deadline);
+	run_deadline.tv_sec += RUN_SECONDS;
+}
+
+static bool run_expired(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > run_deadline.tv_sec ||
+	       (now.tv_sec == run_deadline.tv_sec &&
+		now.tv_nsec >= run_deadline.tv_nsec);
+}
+
 static void *epoll59_thread(void *ctx_)
 {
 	struct epoll_mtcontext *ctx = ctx_;
@@ -3123,7 +3149,8 @@ static void *epoll59_thread(void *ctx_)
 
 	for (i = 0; i < 100000; i++) {
 		while (ctx->count == 0)
-			;
+			if (ctx->stop)
+				return NULL;
 
 		e.events = EPOLLIN | EPOLLERR | EPOLLET;
 		epoll_ctl(ctx->efd[0], EPOLL_CTL_MOD, ctx->sfd[0], &e);
@@ -3161,6 +3188,7 @@ TEST(epoll59)
 	e.events = EPOLLIN | EPOLLERR | EPOLLET;
 	ASSERT_EQ(epoll_ctl(ctx.efd[0], EPOLL_CTL_ADD, ctx.sfd[0], &e), 0);
 
+	run_deadline_start();
 	ASSERT_EQ(pthread_create(&emitter, NULL, epoll59_thread, &ctx), 0);
 
 	for (i = 0; i < 100000; i++) {
@@ -3169,6 +3197,10 @@ TEST(epoll59)
 
 		while (ctx.count != 0)
 			;
+		if (i % 1000 == 999 && run_expired()) {
+			ctx.stop = 1;
+			break;
+		}
 		ctx.count = 1;
 	}
 	if (pthread_tryjoin_np(emitter, NULL) < 0) {
@@ -3520,25 +3552,6 @@ TEST(epoll64)
 	close(ctx.sfd[1]);
 }
 
-/*
- * Each thread stops after 100000 calls, or once EPOLL65_SECONDS have
- * passed, so that a slow machine (an emulator, a debug kernel) ends the
- * test within the harness's timeout with fewer calls instead of failing.
- */
-#define EPOLL65_SECONDS 10
-
-static struct timespec epoll65_deadline;
-
-static bool epoll65_expired(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > epoll65_deadline.tv_sec ||
-	       (now.tv_sec == epoll65_deadline.tv_sec &&
-		now.tv_nsec >= epoll65_deadline.tv_nsec);
-}
-
 static void *epoll65_wait(void *ctx_)
 {
 	struct epoll_mtcontext *ctx = ctx_;
@@ -3547,7 +3560,7 @@ static void *epoll65_wait(void *ctx_)
 	for (int i = 0; i < 100000; ++i) {
 		if (!epoll_wait(ctx->efd[0], &event, 1, 0))
 			return (void *)ENODATA;
-		if (i % 1000 == 999 && epoll65_expired())
+		if (i % 1000 == 999 && run_expired())
 			break;
 	}
 
@@ -3574,8 +3587,7 @@ TEST(epoll65)
 
 	write(ctx.efd[1], &dummy_data, sizeof(dummy_data));
 
-	clock_gettime(CLOCK_MONOTONIC, &epoll65_deadline);
-	epoll65_deadline.tv_sec += EPOLL65_SECONDS;
+	run_deadline_start();
 	for (i = 0; i < ARRAY_SIZE(threads); ++i)
 		ASSERT_EQ(pthread_create(&threads[i], NULL, epoll65_wait, &ctx), 0);
 

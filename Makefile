@@ -52,7 +52,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport matrix mutants mutate stress \
+	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
 	bench export submit clean
 
 help:
@@ -64,8 +64,6 @@ help:
 	  '  JOBS          parallel make jobs (default: nproc)' \
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
-	  '  N             make mutants: only these mutant numbers, e.g. N="3 12"' \
-	  '  PROGRAM       make mutants: only the lines of this test program' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (see scripts/mutate-sweep.py -h)' \
@@ -93,7 +91,6 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
-	$(STAGE) mutant-list $(S)/run-mutants.sh --check
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
@@ -144,10 +141,6 @@ backport:
 ##               clang, i386, arm, arm64, x86_64 without PM_SLEEP/IO_URING/EPOLL: no new warning
 matrix:
 	$(S)/build-matrix.sh $(foreach c,$(MATRIX),-c $(c))
-
-## make mutants  boot kernels with known breakages; the kselftests listed for each must fail
-mutants:
-	$(S)/run-mutants.sh $(if $(PROGRAM),-p $(PROGRAM)) $(N)
 
 ## make mutate  generated mutants (scripts/mutate.py), all in one kernel: KUnit on UML, kselftests in the guest
 mutate:

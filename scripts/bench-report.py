@@ -1,27 +1,30 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Turn the logs of 'make bench' into tables, JSON and a plot.
+"""Turn the logs of 'make bench' into tables, JSON and plots.
 
 Reads, from the bench results directory (scripts/run-bench.sh):
   meta.tsv               key, value: what ran, where, how long
-  boots.tsv              boot number, kernel (base or patched), wall seconds
+  boots.tsv              boot number, kernel, wall seconds
   raw/boot-NN-KERNEL.ktap  that boot's KTAP (guest/init, epoll.bench=): one
                          result line per entry script, and the JSON lines
-                         of epoll_micro ({"test": ...}) and epoll_server
+                         of epoll_micro ({"test": ...}), epoll_wakeups
+                         ({"bench": "epoll_wakeups", ...}) and epoll_server
                          ({"variant": ...}) indented in it
   epitem-KERNEL.txt      pahole -C epitem of that kernel's fs/eventpoll.o
-Writes bench.txt (the two tables), bench.json, bench.png (gnuplot, with
-its data files under plot/) there, and prints bench.txt.
+Writes bench.txt, bench.json, bench.png and sweep.png (gnuplot, data and
+scripts under plot/) there, and prints bench.txt.
 
-Part 2 statistics: each boot contributes one value per test, the median
-of that boot's repetitions. Per kernel: the median over boots and the
-spread, (max - min) / median. The ratio is patched median / base median;
-the noise is the larger half-spread of the two kernels, and a ratio whose
-distance from 1 is within the noise, with overlapping ranges, is "within
-noise". Exit status: 0, 1 when a log is missing or unusable, an entry
-script failed, a patched boot lacks one of the server's variants, a safe
-variant saw a use-after-free or a wrong answer, or the two kernels'
-struct epitem differ in size.
+Statistics: a boot contributes one value per figure (for epoll_micro, the
+median of the boot's repetitions). Per kernel: the median over boots and
+the spread, (max - min) / median. A ratio is a kernel's median over
+base's; its noise is the larger half-spread of the two. The control
+kernel moves code and changes nothing else: a cost of the patched kernel
+counts as real only if its distance from 1 exceeds both its noise and
+the control's distance from 1.
+
+Exit status: 0; 1 when a log is missing or unusable, an entry script
+failed, a patched boot lacks a variant of the server, a safe variant saw
+a use-after-free or a wrong answer, or struct epitem differs in size.
 """
 
 import argparse
@@ -32,20 +35,29 @@ import statistics
 import subprocess
 import sys
 
+KERNELS = ('base', 'control', 'fixes', 'patched')
+VARIANTS = ('disable', 'userspace', 'naive', 'gen', 'perthread', 'qsbr', 'uring',
+            'uring-multishot')
+# The settings of epoll_server_bench.sh's runs; the sweep varies them.
+DEFAULTS = {'workers': 4, 'clients': 16, 'conn_requests': 16}
 SERVER_METRICS = [
     # key, heading, format
     ('rps', 'req/s', '{:.0f}'),
-    ('p50_us', 'p50 us', '{:.1f}'),
-    ('p99_us', 'p99 us', '{:.1f}'),
-    ('held_mean_bytes', 'held mean B', '{:.0f}'),
-    ('held_peak_bytes', 'held peak B', '{:.0f}'),
-    ('uaf', 'use-after-free', '{:.0f}'),
-    ('server_cpu_s', 'server CPU s', '{:.2f}'),
+    ('p50_us', 'p50 us', '{:.0f}'),
+    ('p99_us', 'p99 us', '{:.0f}'),
     ('cpu_us_per_request', 'CPU us/req', '{:.1f}'),
+    ('syscalls_per_request', 'syscalls/req', '{:.2f}'),
+    ('retire_p50_us', 'retire p50 us', '{:.0f}'),
+    ('retire_p99_us', 'retire p99 us', '{:.0f}'),
+    ('held_mean_bytes', 'retired B mean', '{:.0f}'),
+    ('held_peak_bytes', 'retired B peak', '{:.0f}'),
+    ('state_mean_bytes', 'state B mean', '{:.0f}'),
+    ('state_peak_bytes', 'state B peak', '{:.0f}'),
+    ('idle_wakeups_per_s_per_worker', 'idle wakeups/s/w', '{:.1f}'),
+    ('uaf', 'use-after-free', '{:.0f}'),
 ]
-VARIANTS = ('disable', 'userspace', 'naive')
-COLORS = {'disable': 0x2ca02c, 'userspace': 0x1f77b4, 'naive': 0xd62728}
-JSON_LINE = re.compile(r'(\{"(?:test|variant)".*\})\s*$')
+SWEEP_METRICS = ('rps', 'cpu_us_per_request', 'p99_us', 'held_mean_bytes')
+JSON_LINE = re.compile(r'(\{"(?:test|variant|bench)".*\})\s*$')
 # The guest's result line of one entry script (not indented).
 ENTRY_RESULT = re.compile(r'^(ok|not ok) \d+ (\S+)(?:\s*#\s*(.*))?$')
 
@@ -92,11 +104,15 @@ def epitem_size(path):
     return int(m.group(1)) if m else None
 
 
+def settings(run):
+    return tuple(int(run.get(k, DEFAULTS[k])) for k in DEFAULTS)
+
+
 def collect(rdir):
-    """Per test the per-boot medians of each kernel, per server variant its
-    runs, and the problems found on the way."""
+    """Per test and kernel the boots' medians, the server runs by variant
+    and settings, the wakeup counts per kernel, and the problems."""
     boots = read_tsv(os.path.join(rdir, 'boots.tsv'))
-    micro, server, order, problems = {}, {}, [], []
+    micro, server, wakeups, order, problems = {}, {}, {}, [], []
     for n, kernel, _ in boots:
         order.append(kernel)
         tag = f'boot-{int(n):02d}-{kernel}'
@@ -110,55 +126,95 @@ def collect(rdir):
         if not tests:
             problems.append(f'{tag}: no epoll_micro results')
         for t in tests:
-            e = micro.setdefault(t['test'], {'unit': t['unit'], 'base': [], 'patched': []})
-            e[kernel].append(t['median'])
+            e = micro.setdefault(t['test'], {'unit': t['unit']})
+            e.setdefault(kernel, []).append(t['median'])
+        for w in (l for l in lines if l.get('bench') == 'epoll_wakeups'):
+            wakeups.setdefault(kernel, []).append(w)
+        if not any(l.get('bench') == 'epoll_wakeups' for l in lines):
+            problems.append(f'{tag}: no epoll_wakeups result')
         if kernel == 'patched':
-            variants = [l for l in lines if 'variant' in l]
-            missing = set(VARIANTS) - {v['variant'] for v in variants}
+            runs = [l for l in lines if 'variant' in l]
+            got = {r['variant'] for r in runs if settings(r) == settings(DEFAULTS)}
+            missing = set(VARIANTS) - got
             if missing:
-                problems.append(f"{tag}: no epoll_server result for "
-                                f"{', '.join(sorted(missing))}")
-            for v in variants:
-                server.setdefault(v['variant'], []).append(v)
-    return boots, order, micro, server, problems
+                problems.append(f"{tag}: no epoll_server result for {', '.join(sorted(missing))}")
+            for r in runs:
+                server.setdefault((r['variant'], settings(r)), []).append(r)
+    return boots, order, micro, server, wakeups, problems
 
 
-def micro_rows(micro):
+def ratio_row(base, other):
+    b, o = stats(base), stats(other)
+    ratio = o['median'] / b['median']
+    return {'kernel': o, 'ratio': ratio, 'delta_pct': 100.0 * (ratio - 1),
+            'noise_pct': max(b['spread_pct'], o['spread_pct']) / 2}
+
+
+def micro_rows(micro, kernels):
     rows = []
     for name, e in micro.items():
-        if not e['base'] or not e['patched']:
+        if 'base' not in e:
             continue
-        b, p = stats(e['base']), stats(e['patched'])
-        ratio = p['median'] / b['median']
-        noise = max(b['spread_pct'], p['spread_pct']) / 2
-        delta = 100.0 * (ratio - 1)
-        overlap = p['min'] <= b['max'] and b['min'] <= p['max']
-        if min(len(e['base']), len(e['patched'])) < 2:
-            verdict = 'no noise estimate (1 boot)'
-        elif abs(delta) <= noise and overlap:
-            verdict = 'within noise'
-        else:
-            verdict = 'slower' if delta > 0 else 'faster'
-        rows.append({'test': name, 'unit': e['unit'], 'base': b, 'patched': p,
-                     'ratio': ratio, 'delta_pct': delta, 'noise_pct': noise,
-                     'verdict': verdict})
+        row = {'test': name, 'unit': e['unit'], 'base': stats(e['base'])}
+        for k in kernels:
+            if k != 'base' and k in e:
+                row[k] = ratio_row(e['base'], e[k])
+        p, c = row.get('patched'), row.get('control')
+        if p:
+            floor = max(p['noise_pct'], abs(c['delta_pct']) if c else 0.0)
+            if len(e['base']) < 2:
+                p['verdict'] = 'no noise estimate (1 boot)'
+            elif abs(p['delta_pct']) <= floor:
+                p['verdict'] = 'within noise'
+            else:
+                p['verdict'] = 'slower' if p['delta_pct'] > 0 else 'faster'
+        rows.append(row)
     return rows
 
 
-def server_rows(server):
+def server_rows(server, key):
     rows = []
-    for v in VARIANTS:
-        runs = server.get(v)
+    for (variant, s), runs in sorted(server.items()):
+        if s != key:
+            continue
+        metrics = {k: stats([float(r.get(k, 0)) for r in runs]) for k, _, _ in SERVER_METRICS}
+        rows.append({'variant': variant, 'boots': len(runs), 'metrics': metrics,
+                     'uaf_total': sum(int(r['uaf']) for r in runs),
+                     'wrong_answers': sum(int(r['wrong']) for r in runs),
+                     'disable_busy': sum(int(r.get('disable_busy', 0)) for r in runs),
+                     'disable_ok': sum(int(r.get('disable_ok', 0)) for r in runs),
+                     'futex_per_request': statistics.median(
+                         float(r.get('sys_futex', 0)) / max(1, int(r['requests'])) for r in runs),
+                     'conn_bytes': runs[0].get('conn_bytes')})
+    rows.sort(key=lambda r: VARIANTS.index(r['variant']) if r['variant'] in VARIANTS else 99)
+    return rows
+
+
+def sweep_rows(server):
+    """Medians per (variant, settings) for the settings other than the default."""
+    out = []
+    for (variant, s), runs in sorted(server.items()):
+        if s == settings(DEFAULTS):
+            continue
+        out.append({'variant': variant, 'workers': s[0], 'clients': s[1], 'churn': s[2],
+                    'runs': len(runs),
+                    'uaf_total': sum(int(r['uaf']) for r in runs),
+                    **{m: statistics.median(float(r.get(m, 0)) for r in runs)
+                       for m in SWEEP_METRICS}})
+    return out
+
+
+def wakeup_rows(wakeups, kernels):
+    rows = []
+    for k in kernels:
+        runs = wakeups.get(k)
         if not runs:
             continue
-        metrics = {k: stats([float(r[k]) for r in runs]) for k, _, _ in SERVER_METRICS}
-        rows.append({'variant': v, 'boots': len(runs), 'metrics': metrics,
-                     'uaf_total': sum(int(r['uaf']) for r in runs),
-                     'disable_busy': sum(int(r['disable_busy']) for r in runs),
-                     'disable_ok': sum(int(r['disable_ok']) for r in runs),
-                     'wrong_answers': sum(int(r['wrong']) for r in runs),
-                     'conn_bytes': runs[0]['conn_bytes'],
-                     'workers': runs[0]['workers'], 'clients': runs[0]['clients']})
+        rows.append({'kernel': k, 'spurious_per_1000': stats([r['spurious_per_1000'] for r in runs]),
+                     'wakeups_per_1000': stats([r['wakeups_per_1000'] for r in runs]),
+                     'deliveries': statistics.median(r['deliveries'] for r in runs),
+                     'handling_switches': sum(r['handling_switches'] for r in runs),
+                     'ok': all(r['ok'] for r in runs)})
     return rows
 
 
@@ -166,58 +222,82 @@ def fmt_range(s, f):
     return f"{f.format(s['median'])} [{f.format(s['min'])}-{f.format(s['max'])}]"
 
 
-def text(meta, order, srows, mrows, epitem):
+def table(out, rows, metrics, width=22):
+    for i in range(0, len(metrics), 4):
+        chunk = metrics[i:i + 4]
+        out.append(f"{'variant':<16}" + ''.join(f'{h:>{width}}' for _, h, _ in chunk))
+        for r in rows:
+            out.append(f"{r['variant']:<16}" + ''.join(
+                f"{fmt_range(r['metrics'][k], f):>{width}}" for k, _, f in chunk))
+
+
+def text(meta, order, kernels, srows, sweep, wrows, mrows, epitem):
     out = []
     n_p = order.count('patched')
     out.append(f"make bench, {meta.get('date', '?')}: {meta.get('boots', '?')} boots of each "
-               f"kernel, interleaved {' '.join(k[0].upper() for k in order)} "
-               f"(B = base, P = patched)")
+               f"kernel ({', '.join(kernels)}), in the order "
+               f"{' '.join(k[0].upper() for k in order)}")
     out.append(f"guest: QEMU {meta.get('qemu', '?')}, TCG, {meta.get('clock', '?')}, "
                f"{meta.get('smp', '?')} vCPUs; kernels: {meta.get('config', '?')}")
     out.append(f"host: {meta.get('host', '?')}; epoll_micro scale {meta.get('scale', '?')}")
     out.append('Under TCG absolute numbers mean little: compare within this run only '
                '(ratios, and variants against each other).')
     out.append('')
-    out.append(f'Part 1: epoll_server on the patched kernel, median [min-max] of {n_p} boots')
+    out.append(f'Part 1: epoll_server on the patched kernel, median [min-max] of {n_p} boots '
+               f"({DEFAULTS['workers']} workers, {DEFAULTS['clients']} connections, "
+               f"retired after {DEFAULTS['conn_requests']} requests, 20 ms idle or 200 ms age)")
     if srows:
-        r0 = srows[0]
-        out.append(f"({r0['workers']} workers, {r0['clients']} clients, "
-                   f"{r0['conn_bytes']} B of state a connection)")
-        head = f"{'variant':<10}" + ''.join(f'{h:>24}' for _, h, _ in SERVER_METRICS[:4])
-        out.append(head)
-        for r in srows:
-            out.append(f"{r['variant']:<10}" + ''.join(
-                f"{fmt_range(r['metrics'][k], f):>24}" for k, _, f in SERVER_METRICS[:4]))
-        head = f"{'variant':<10}" + ''.join(f'{h:>24}' for _, h, _ in SERVER_METRICS[4:])
-        out.append(head)
-        for r in srows:
-            out.append(f"{r['variant']:<10}" + ''.join(
-                f"{fmt_range(r['metrics'][k], f):>24}" for k, _, f in SERVER_METRICS[4:]))
+        table(out, srows, SERVER_METRICS)
         for r in srows:
             extra = ''
             if r['variant'] == 'disable':
-                extra = f", DISABLE answered 0 {r['disable_ok']}x and EBUSY {r['disable_busy']}x"
-            out.append(f"  {r['variant']}: use-after-free in all boots: {r['uaf_total']}, "
-                       f"wrong answers: {r['wrong_answers']}{extra}")
+                extra = f"; DISABLE answered 0 {r['disable_ok']}x, EBUSY {r['disable_busy']}x"
+            out.append(f"  {r['variant']}: use-after-free {r['uaf_total']}, wrong answers "
+                       f"{r['wrong_answers']}, futex calls/request {r['futex_per_request']:.3f}"
+                       f"{extra}")
     else:
         out.append('  (no results)')
     out.append('')
-    out.append("Part 2: epoll microbenchmarks, median over boots of each boot's median; "
-               "spread = (max-min)/median over boots;")
-    out.append("ratio = patched/base (all are times: > 1 is slower); noise = half the larger "
-               "spread; 'within noise' = |ratio-1| <= noise and the ranges overlap")
-    out.append(f"{'test':<15}{'unit':<15}{'base':>12}{'spread':>8}{'patched':>12}"
-               f"{'spread':>8}{'ratio':>8}{'noise':>8}  verdict")
-    for r in mrows:
-        out.append(f"{r['test']:<15}{r['unit']:<15}{r['base']['median']:>12.1f}"
-                   f"{r['base']['spread_pct']:>7.1f}%{r['patched']['median']:>12.1f}"
-                   f"{r['patched']['spread_pct']:>7.1f}%{r['ratio']:>8.3f}"
-                   f"{r['noise_pct']:>7.1f}%  {r['verdict']}")
+    out.append('Part 2: the sweep (patched kernel, median of the boots): connections x '
+               'churn (retired after N requests), then workers')
+    if sweep:
+        out.append(f"{'variant':<16}{'workers':>8}{'conns':>7}{'churn':>7}{'req/s':>10}"
+                   f"{'CPU us/req':>12}{'p99 us':>10}{'retired B':>11}{'uaf':>6}")
+        for r in sweep:
+            out.append(f"{r['variant']:<16}{r['workers']:>8}{r['clients']:>7}{r['churn']:>7}"
+                       f"{r['rps']:>10.0f}{r['cpu_us_per_request']:>12.1f}{r['p99_us']:>10.0f}"
+                       f"{r['held_mean_bytes']:>11.0f}{r['uaf_total']:>6}")
+    else:
+        out.append('  (no results)')
     out.append('')
-    b, p = epitem.get('base'), epitem.get('patched')
-    same = 'equal' if b is not None and b == p else 'DIFFERENT'
-    out.append(f"sizeof(struct epitem): base {b} B, patched {p} B ({same}; pahole on "
-               f"fs/eventpoll.o compiled with -g)")
+    out.append('Part 3: spurious wakeups of epoll_wait() sleepers per 1000 one-shot '
+               'deliveries (bench/epoll_wakeups), median [min-max] over boots')
+    for r in wrows:
+        out.append(f"  {r['kernel']:<8} spurious {fmt_range(r['spurious_per_1000'], '{:.1f}'):>24}"
+                   f"   all wakeups {fmt_range(r['wakeups_per_1000'], '{:.1f}'):>26}"
+                   f"   deliveries {r['deliveries']:.0f}")
+    out.append('')
+    out.append("Part 4: epoll microbenchmarks, ratio = kernel / base of the medians over boots "
+               "(times: > 1 is slower), noise = half the larger spread;")
+    out.append("the patched kernel's cost is real only beyond its noise and beyond the layout "
+               "control's distance from 1")
+    head = f"{'test':<15}{'unit':<12}{'base':>11}{'spread':>8}"
+    for k in kernels[1:]:
+        head += f"{k:>10}{'noise':>7}"
+    out.append(head + '  patched verdict')
+    for r in mrows:
+        line = (f"{r['test']:<15}{r['unit']:<12}{r['base']['median']:>11.1f}"
+                f"{r['base']['spread_pct']:>7.1f}%")
+        for k in kernels[1:]:
+            if k in r:
+                line += f"{r[k]['ratio']:>10.3f}{r[k]['noise_pct']:>6.1f}%"
+            else:
+                line += f"{'-':>10}{'-':>7}"
+        out.append(line + f"  {r.get('patched', {}).get('verdict', '-')}")
+    out.append('')
+    sizes = ', '.join(f'{k} {epitem.get(k)} B' for k in kernels)
+    same = 'equal' if len({epitem.get(k) for k in kernels}) == 1 else 'DIFFERENT'
+    out.append(f"sizeof(struct epitem): {sizes} ({same}; pahole on fs/eventpoll.o with -g)")
     if meta.get('wall'):
         out.append(f"make bench took {meta['wall']} (builds {meta.get('build_time', '?')}, "
                    f"boots {meta.get('boot_time', '?')})")
@@ -225,74 +305,114 @@ def text(meta, order, srows, mrows, epitem):
 
 
 GNUPLOT = r'''
-set terminal pngcairo size 1400,760 font "DejaVu Sans,10" noenhanced
+set terminal pngcairo size 1500,800 font "DejaVu Sans,10" noenhanced
 set output "{png}"
 set multiplot title "{title}" font ",13"
 set style fill solid 0.6 border -1
 set grid ytics lc rgb "#dddddd"
-unset key
 
 set origin 0,0
-set size 0.52,0.95
-set title "Cost for everyone else: patched / base, median of {nb} boots each\n(error bar: the noise, half the larger of the two kernels' spreads over boots)"
-set ylabel "time ratio (1 = no change; < 1 = patched faster)"
+set size 0.5,0.95
+set key top left
+set title "Part 4: kernel / base, median of {nb} boots each (error bar: the noise)"
+set ylabel "time ratio (1 = no change; < 1 = faster)"
 set xtics rotate by -40 nomirror
 set yrange [{ylo}:{yhi}]
 set xrange [-0.7:{nx}-0.3]
-plot 1 lc rgb "#444444" dt 2, \
-     "{micro}" using 0:2:3:4:xtic(1) with yerrorbars pt 7 ps 1.3 lc rgb "#1f77b4"
+plot 1 notitle lc rgb "#444444" dt 2, \
+     "{micro}" using ($0-0.15):2:3:4:xtic(1) with yerrorbars pt 7 ps 1.1 lc rgb "#999999" title "control", \
+     "" using ($0):5:6:7 with yerrorbars pt 7 ps 1.1 lc rgb "#ff7f0e" title "fixes", \
+     "" using ($0+0.15):8:9:10 with yerrorbars pt 7 ps 1.1 lc rgb "#1f77b4" title "patched"
 
-set xtics norotate
+unset key
+set xtics rotate by -40 nomirror
 set boxwidth 0.6
-set xrange [-0.6:2.6]
+set xrange [-0.6:{nv}-0.4]
 set yrange [0:*]
 unset ylabel
 array T[4] = [{titles}]
 do for [i=0:3] {{
-    set origin 0.52 + (i % 2) * 0.24, 0.48 - int(i / 2) * 0.47
-    set size 0.24, 0.47
+    set origin 0.5 + (i % 2) * 0.25, 0.48 - int(i / 2) * 0.47
+    set size 0.25, 0.47
     set title T[i + 1]
-    plot "{server}" using 0:(column(2 + 3 * i)):(column(14)):xtic(1) with boxes lc rgb variable, \
+    plot "{server}" using 0:(column(2 + 3 * i)):xtic(1) with boxes lc rgb "#2ca02c", \
          "" using 0:(column(2 + 3 * i)):(column(3 + 3 * i)):(column(4 + 3 * i)) with yerrorbars pt 0 lc rgb "black"
 }}
 unset multiplot
 '''
 
+SWEEP_GNUPLOT = r'''
+set terminal pngcairo size 1500,560 font "DejaVu Sans,10" noenhanced
+set output "{png}"
+set multiplot layout 1,3 title "epoll_server sweep on the patched kernel (median of the boots; TCG: compare variants only)" font ",12"
+set grid lc rgb "#dddddd"
+set key outside bottom center horizontal
+set xtics ("8 conns, churn 4" 0, "8 conns, churn 64" 1, "64 conns, churn 4" 2, "64 conns, churn 64" 3) rotate by -20
+set title "requests/s"
+plot for [v in "{variants}"] "{data}" using 1:(strcol(2) eq v ? $3 : 1/0) with linespoints title v
+set title "CPU us per request"
+plot for [v in "{variants}"] "{data}" using 1:(strcol(2) eq v ? $4 : 1/0) with linespoints title v
+set title "retired, not yet freed: mean B"
+plot for [v in "{variants}"] "{data}" using 1:(strcol(2) eq v ? $5 : 1/0) with linespoints title v
+unset multiplot
+'''
 
-def plot(rdir, meta, srows, mrows):
+
+def plot(rdir, meta, srows, mrows, sweep):
     pdir = os.path.join(rdir, 'plot')
     os.makedirs(pdir, exist_ok=True)
     micro = os.path.join(pdir, 'micro.dat')
     lo, hi = 1.0, 1.0
     with open(micro, 'w') as f:
-        f.write('# test ratio low high\n')
+        f.write('# test control low high fixes low high patched low high\n')
         for r in mrows:
-            n = r['noise_pct'] / 100
-            f.write(f"{r['test']} {r['ratio']:.4f} {r['ratio'] - n:.4f} {r['ratio'] + n:.4f}\n")
-            lo, hi = min(lo, r['ratio'] - n), max(hi, r['ratio'] + n)
+            cells = []
+            for k in ('control', 'fixes', 'patched'):
+                x = r.get(k)
+                if not x:
+                    cells.append('NaN NaN NaN')
+                    continue
+                n = x['noise_pct'] / 100
+                cells.append(f"{x['ratio']:.4f} {x['ratio'] - n:.4f} {x['ratio'] + n:.4f}")
+                lo, hi = min(lo, x['ratio'] - n), max(hi, x['ratio'] + n)
+            f.write(f"{r['test']} {' '.join(cells)}\n")
     pad = max(0.02, (hi - lo) * 0.15)
     server = os.path.join(pdir, 'server.dat')
-    keys = ['rps', 'p99_us', 'held_mean_bytes', 'uaf']
+    keys = ['rps', 'cpu_us_per_request', 'held_mean_bytes', 'idle_wakeups_per_s_per_worker']
     with open(server, 'w') as f:
-        f.write('# variant ' + ' '.join(f'{k} {k}_min {k}_max' for k in keys) + ' color\n')
-        for i, r in enumerate(srows):
+        f.write('# variant ' + ' '.join(f'{k} {k}_min {k}_max' for k in keys) + '\n')
+        for r in srows:
             m = r['metrics']
             f.write(r['variant'] + ' ' + ' '.join(
-                f"{m[k]['median']:.3f} {m[k]['min']:.3f} {m[k]['max']:.3f}" for k in keys) +
-                f' {COLORS[r["variant"]]}\n')
+                f"{m[k]['median']:.3f} {m[k]['min']:.3f} {m[k]['max']:.3f}" for k in keys) + '\n')
     png = os.path.join(rdir, 'bench.png')
     script = GNUPLOT.format(
-        png=png, micro=micro, server=server, nx=len(mrows), nb=meta.get('boots', '?'),
-        ylo=f'{lo - pad:.3f}', yhi=f'{hi + pad:.3f}',
+        png=png, micro=micro, server=server, nx=len(mrows), nv=len(srows),
+        nb=meta.get('boots', '?'), ylo=f'{lo - pad:.3f}', yhi=f'{hi + pad:.3f}',
         title=f"EPOLL_CTL_DISABLE: what it costs and what it buys "
               f"(TCG, {meta.get('clock', '')}; compare within the run only)",
         titles='"Part 1: requests/s (higher is better)", '
-               '"p99 latency, us (lower is better)", '
-               '"state retired, not yet freed: mean B", '
-               '"use-after-free detected (0 = safe)"')
+               '"CPU us per request (lower is better)", '
+               '"retired, not yet freed: mean B", '
+               '"idle wakeups per s and worker"')
     with open(os.path.join(pdir, 'bench.gp'), 'w') as f:
         f.write(script)
     subprocess.run(['gnuplot', os.path.join(pdir, 'bench.gp')], check=True)
+    grid = [r for r in sweep if r['workers'] == DEFAULTS['workers']]
+    if grid:
+        data = os.path.join(pdir, 'sweep.dat')
+        pos = {(8, 4): 0, (8, 64): 1, (64, 4): 2, (64, 64): 3}
+        with open(data, 'w') as f:
+            f.write('# x variant rps cpu_us_per_request held_mean_bytes\n')
+            for r in sorted(grid, key=lambda r: (r['variant'], pos.get((r['clients'], r['churn']), 9))):
+                x = pos.get((r['clients'], r['churn']))
+                if x is not None:
+                    f.write(f"{x} {r['variant']} {r['rps']:.1f} {r['cpu_us_per_request']:.2f} "
+                            f"{r['held_mean_bytes']:.0f}\n")
+        with open(os.path.join(pdir, 'sweep.gp'), 'w') as f:
+            f.write(SWEEP_GNUPLOT.format(png=os.path.join(rdir, 'sweep.png'), data=data,
+                                         variants=' '.join(sorted({r['variant'] for r in grid}))))
+        subprocess.run(['gnuplot', os.path.join(pdir, 'sweep.gp')], check=True)
     return png
 
 
@@ -306,32 +426,37 @@ def main():
         if not os.path.isfile(os.path.join(rdir, name)):
             ap.error(f'no {name} in {rdir}: not the results of scripts/run-bench.sh')
     meta = dict(read_tsv(os.path.join(rdir, 'meta.tsv')))
-    boots, order, micro, server, problems = collect(rdir)
-    mrows, srows = micro_rows(micro), server_rows(server)
-    epitem = {k: epitem_size(os.path.join(rdir, f'epitem-{k}.txt'))
-              for k in ('base', 'patched')}
+    boots, order, micro, server, wakeups, problems = collect(rdir)
+    kernels = [k for k in KERNELS if k in order]
+    mrows = micro_rows(micro, kernels)
+    srows = server_rows(server, settings(DEFAULTS))
+    sweep = sweep_rows(server)
+    wrows = wakeup_rows(wakeups, kernels)
+    epitem = {k: epitem_size(os.path.join(rdir, f'epitem-{k}.txt')) for k in kernels}
     problems += [f"epoll_server --retire={r['variant']}: {r['uaf_total']} use-after-free, "
                  f"{r['wrong_answers']} wrong answers"
                  for r in srows if r['variant'] != 'naive'
                  and (r['uaf_total'] or r['wrong_answers'])]
-    if epitem['base'] is None or epitem['base'] != epitem['patched']:
-        problems.append(f"sizeof(struct epitem): base {epitem['base']}, "
-                        f"patched {epitem['patched']}")
-    txt = text(meta, order, srows, mrows, epitem)
+    problems += [f"epoll_server sweep --retire={r['variant']}: {r['uaf_total']} use-after-free"
+                 for r in sweep if r['variant'] != 'naive' and r['uaf_total']]
+    problems += [f"epoll_wakeups on {r['kernel']}: a run failed" for r in wrows if not r['ok']]
+    if None in epitem.values() or len(set(epitem.values())) != 1:
+        problems.append(f"sizeof(struct epitem): {epitem}")
+    txt = text(meta, order, kernels, srows, sweep, wrows, mrows, epitem)
     txt += ''.join(f'FAIL: {p}\n' for p in problems)
     txt += (f"verdict: {'FAIL' if problems else 'PASS'} (every boot ran, the safe variants "
-            f"are safe, struct epitem kept its size; the ratios are for a person to read)\n")
+            f"are safe, struct epitem kept its size; the figures are for a person to read)\n")
     with open(os.path.join(rdir, 'bench.txt'), 'w') as f:
         f.write(txt)
     doc = {'meta': meta, 'order': order,
            'boots': [{'n': int(n), 'kernel': k, 'wall_s': float(w)} for n, k, w in boots],
-           'epitem_size': epitem, 'server': srows, 'micro': mrows,
-           'problems': problems, 'verdict': 'fail' if problems else 'pass'}
+           'epitem_size': epitem, 'server': srows, 'sweep': sweep, 'wakeups': wrows,
+           'micro': mrows, 'problems': problems, 'verdict': 'fail' if problems else 'pass'}
     with open(os.path.join(rdir, 'bench.json'), 'w') as f:
         json.dump(doc, f, indent=1)
         f.write('\n')
     if not args.no_plot and mrows:
-        plot(rdir, meta, srows, mrows)
+        plot(rdir, meta, srows, mrows, sweep)
     sys.stdout.write(txt)
     return 1 if problems else 0
 

@@ -89,6 +89,16 @@ is_proof_commit() {
 	git -C "$WORKTREE" log -1 --format=%B "$1" | grep -qxF "$PROOF_TRAILER"
 }
 
+# The last commit of posting $1 on the branch: the postings are one run
+# after the base, in the order of 'series'.
+posting_head() {
+	local n
+
+	n=$(series_patches | awk -v p="$1/" 'index($0, p) == 1 { last = NR } END { print last + 0 }')
+	[ "$n" -gt 0 ] || die "no posting '$1' in ${SERIES_FILE#"$REPO_DIR"/}"
+	git -C "$WORKTREE" rev-list --reverse "$(base_commit)..$(postings_head)" | sed -n "${n}p"
+}
+
 # The last commit of the postings on the branch: HEAD without the proof
 # layer's commits, which all come after the postings'.
 postings_head() {

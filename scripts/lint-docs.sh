@@ -182,18 +182,35 @@ check_snippet_form() {
 	[ "$bad" -ne 0 ] || pass "snippet: trailing slash on directories"
 }
 
+# The base tree's MAINTAINERS, on stdout, or nothing without a base.
+base_maintainers() {
+	local ksrc=$1 base
+
+	base=$(cat "$OUT_DIR/base-commit" 2>/dev/null) || return 0
+	git -C "$ksrc" show "$base:MAINTAINERS" 2>/dev/null || true
+}
+
 # checkpatch checks MAINTAINERS entries only in a patch to a file named
-# MAINTAINERS: build one that adds the snippet to the tree's MAINTAINERS
-# (minus any copy of the entry already there) and check it.
+# MAINTAINERS: build one that adds the snippet to MAINTAINERS and check
+# it. When the base tree has the entry already, the patch goes from the
+# base entry to the snippet, so that only what the series adds is
+# judged, not the order of lines it found.
 checkpatch_snippet() {
 	local ksrc=$1 tmp name out rc=0
 
 	name=$(snippet_name)
 	tmp=$(mktemp -d)
 	mkdir "$tmp/a" "$tmp/b"
-	without_section "$ksrc/MAINTAINERS" "$name" >"$tmp/a/MAINTAINERS"
-	insert_snippet "$(header_after "$ksrc/MAINTAINERS" "$name")" \
-		<"$tmp/a/MAINTAINERS" >"$tmp/b/MAINTAINERS"
+	base_maintainers "$ksrc" > "$tmp/base"
+	if [ -n "$(section_of "$tmp/base" "$name")" ]; then
+		cp "$tmp/base" "$tmp/a/MAINTAINERS"
+		without_section "$tmp/base" "$name" |
+			insert_snippet "$(header_after "$tmp/base" "$name")" >"$tmp/b/MAINTAINERS"
+	else
+		without_section "$ksrc/MAINTAINERS" "$name" >"$tmp/a/MAINTAINERS"
+		insert_snippet "$(header_after "$ksrc/MAINTAINERS" "$name")" \
+			<"$tmp/a/MAINTAINERS" >"$tmp/b/MAINTAINERS"
+	fi
 	{
 		printf 'From: lint <lint@localhost>\nSubject: [PATCH] Add %s\n\n' \
 			"$name"
@@ -276,12 +293,15 @@ check_tree_entry() {
 # as get_maintainer.pl --self-test=patterns checks (which scans all of
 # MAINTAINERS and takes minutes).
 check_patterns() {
-	local ksrc=$1 allow_missing=$2 line value missing=0
+	local ksrc=$1 allow_missing=$2 line value missing=0 base_entry
 	local -a hits
 
+	base_entry=$(base_maintainers "$ksrc" | { f=$(mktemp); cat >"$f"; section_of "$f" "$(snippet_name)"; rm -f "$f"; })
 	while IFS= read -r line; do
 		[[ $line =~ ^[FX]:$'\t'(.*)$ ]] || continue
 		value=${BASH_REMATCH[1]}
+		# A line the base entry has already is not the series' to fix.
+		! grep -qxF -- "$line" <<<"$base_entry" || continue
 		# A trailing slash means everything below; a glob matches
 		# within the tree. Word splitting is off: value has no blanks.
 		if [[ $value == */ ]]; then

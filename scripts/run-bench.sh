@@ -13,7 +13,11 @@ set -o errexit -o nounset -o pipefail
 # and run-qemu.sh use as they use $OUT_DIR: linux/ (a worktree at the
 # kernel's commit), build/qemu/ (its O= dir), build/bench/ (the programs,
 # the guest's /bench), results/ (the last boot's logs).
-readonly KERNELS=(base patched)
+# base: the tree the postings apply to. control: base with a change of
+# code layout only (bench/layout-control.patch), so that a ratio against
+# base shows what moving code costs by itself. fixes: base with the fixes
+# posting. patched: every posting (not the proof layer).
+readonly KERNELS=(base control fixes patched)
 readonly BENCH_RESULTS="$RESULTS_DIR/bench"
 # The bench programs, built once for both images.
 readonly PROG_DIR="$BUILD_DIR/bench-prog"
@@ -22,6 +26,9 @@ readonly PROG_DIR="$BUILD_DIR/bench-prog"
 # EPOLL_CTL_DISABLE exists.
 readonly MICRO_ENTRY=epoll_micro_bench.sh
 readonly SERVER_ENTRY=epoll_server_bench.sh
+readonly SWEEP_ENTRY=epoll_server_sweep.sh
+readonly WAKEUPS_ENTRY=epoll_wakeups_bench.sh
+readonly CONTROL_PATCH="$REPO_DIR/bench/layout-control.patch"
 # Boots of each kernel; they alternate base, patched, patched, base, ...
 : "${BENCH_BOOTS:=5}"
 # Guest time from executed instructions, not from the busy host; none:
@@ -36,25 +43,31 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Build two kernels from the same non-debug configuration (tinyconfig +
+Build four kernels from the same non-debug configuration (tinyconfig +
 config/qemu-x86_64.config + config/bench.config, build-kernel.sh's
-KERNEL_FLAVOUR=bench): the base commit and the top of the series branch
-($SERIES_BRANCH), each from a worktree of \$OUT_DIR/linux into
-\$OUT_DIR/build/bench-<kernel>/, with ccache. Build bench/ once, -m64
-static, and pack it into each kernel's initramfs as /bench.
+KERNEL_FLAVOUR=bench), each from a worktree of \$OUT_DIR/linux into
+\$OUT_DIR/build/bench-<kernel>/, with ccache:
+  base      the commit the postings apply to
+  control   base with bench/layout-control.patch, which moves code and
+            changes nothing else: the noise floor of code layout
+  fixes     base with the fixes posting
+  patched   every posting (the proof layer is not built into it)
+Build bench/ once, -m64 static, and pack it into each kernel's initramfs
+as /bench.
 
-Boot them $BENCH_BOOTS times each, alternately (base, patched, patched, base,
-...), under QEMU with -icount $BENCH_ICOUNT. The kernel command line asks
-the guest's /init for the benchmarks (epoll.bench=): every boot runs
-bench/epoll_micro; every patched boot also runs bench/epoll_server with
---retire=disable, userspace and naive. Then scripts/bench-report.py
-prints and writes to $BENCH_RESULTS/:
-  bench.txt    the two tables: the server variants (requests/s, p50/p99
-               latency, state held, use-after-free, CPU), and the
-               microbenchmarks base vs patched with ratio and noise;
-               sizeof(struct epitem) of both kernels (pahole)
+Boot them $BENCH_BOOTS times each, the order rotating (base control fixes
+patched, patched fixes control base, ...), under QEMU with -icount
+$BENCH_ICOUNT. The kernel command line asks the guest's /init for the
+benchmarks (epoll.bench=): every boot runs bench/epoll_micro and
+bench/epoll_wakeups; patched boots also run bench/epoll_server in every
+variant (bench/VARIANTS.md) and its sweep over connections, churn and
+workers. Then scripts/bench-report.py prints and writes to $BENCH_RESULTS/:
+  bench.txt    the tables: the server variants; the sweep; spurious
+               wakeups per 1000 one-shot deliveries per kernel; the
+               microbenchmarks of control, fixes and patched against
+               base, with ratio and noise; sizeof(struct epitem)
   bench.json   the same, with every boot's value
-  bench.png    the plot
+  bench.png, sweep.png   the plots
   raw/         each boot's KTAP and kernel log; meta.tsv, boots.tsv
 Under TCG the absolute numbers mean little; ratios within one run count.
 
@@ -71,7 +84,8 @@ Environment:
   OUT_DIR, JOBS       as for every script
 
 Exit status: 0 when every boot ran its benchmarks, the safe variants saw
-no use-after-free and struct epitem has the same size; 1 otherwise.
+no use-after-free and struct epitem has the same size in every kernel; 1
+otherwise.
 EOF
 }
 
@@ -81,8 +95,9 @@ kernel_out() {
 
 kernel_rev() {
 	case "$1" in
-	base) base_commit ;;
-	patched) git -C "$WORKTREE" rev-parse "$SERIES_BRANCH" ;;
+	base|control) base_commit ;;
+	fixes) posting_head fixes ;;
+	patched) postings_head ;;
 	esac
 }
 
@@ -93,6 +108,10 @@ build_kernel() {
 	rev=$(kernel_rev "$k")
 	mkdir -p "$kout"
 	worktree_at "$kout/linux" "$rev"
+	if [ "$k" = control ]; then
+		git -C "$kout/linux" apply "$CONTROL_PATCH" ||
+			die "${CONTROL_PATCH#"$REPO_DIR"/} does not apply to the base: rebase it"
+	fi
 	# build-kernel.sh builds $OUT_DIR/linux: here the worktree, whole at
 	# its commit; series-applied holds the number of patches in it.
 	cp "$OUT_DIR/base-commit" "$kout/"
@@ -137,10 +156,10 @@ make_image() {
 
 # The entries of epoll.bench= for kernel @1.
 entries() {
-	if [ "$1" = base ]; then
-		echo "$MICRO_ENTRY"
+	if [ "$1" = patched ]; then
+		echo "$MICRO_ENTRY,$WAKEUPS_ENTRY,$SERVER_ENTRY,$SWEEP_ENTRY"
 	else
-		echo "$MICRO_ENTRY,$SERVER_ENTRY"
+		echo "$MICRO_ENTRY,$WAKEUPS_ENTRY"
 	fi
 }
 
@@ -165,16 +184,16 @@ boot() {
 	log "boot $n ($k): $(($(date +%s) - start))s"
 }
 
-# base, patched, patched, base, ...: a drift of the host over the run
-# weighs on both kernels alike.
+# The kernels in turn, every other round backwards: a drift of the host
+# over the run weighs on all kernels alike.
 boot_order() {
 	local i
 
 	for ((i = 0; i < BENCH_BOOTS; i++)); do
 		if ((i % 2)); then
-			printf '%s\n' patched base
+			printf '%s\n' "${KERNELS[@]}" | tac
 		else
-			printf '%s\n' base patched
+			printf '%s\n' "${KERNELS[@]}"
 		fi
 	done
 }
@@ -219,8 +238,10 @@ main() {
 	for k in "${KERNELS[@]}"; do
 		build_kernel "$k"
 	done
-	cmp -s "$(kernel_out base)/build/qemu/.config" "$(kernel_out patched)/build/qemu/.config" ||
-		die "the two kernels' configurations differ: compare $(kernel_out base)/build/qemu/.config and $(kernel_out patched)/build/qemu/.config"
+	for k in "${KERNELS[@]}"; do
+		cmp -s "$(kernel_out base)/build/qemu/.config" "$(kernel_out "$k")/build/qemu/.config" ||
+			die "the kernels' configurations differ: compare $(kernel_out base)/build/qemu/.config and $(kernel_out "$k")/build/qemu/.config"
+	done
 	make -s -C "$REPO_DIR/bench" OUTPUT="$PROG_DIR" clean all
 	for k in "${KERNELS[@]}"; do
 		epitem_layout "$k"
@@ -241,9 +262,10 @@ main() {
 		printf 'scale\t%s\n' "$BENCH_SCALE"
 		printf 'qemu\t%s\n' "$(qemu-system-x86_64 --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')"
 		printf 'smp\t%s\n' "${QEMU_SMP:-2}"
-		printf 'config\t%s\n' "tinyconfig + config/qemu-x86_64.config + config/bench.config, same .config for both"
-		printf 'base\t%s\n' "$(kernel_rev base)"
-		printf 'patched\t%s\n' "$(kernel_rev patched)"
+		printf 'config\t%s\n' "tinyconfig + config/qemu-x86_64.config + config/bench.config, same .config for all"
+		for k in "${KERNELS[@]}"; do
+			printf '%s\t%s\n' "$k" "$(kernel_rev "$k")"
+		done
 		printf 'host\t%s, %s CPUs, load %s at the end\n' "$(uname -r)" "$(nproc)" \
 			"$(cut -d' ' -f1-3 /proc/loadavg)"
 		printf 'build_time\t%s\n' "$(hms "$t_build")"

@@ -19,7 +19,7 @@ struct epoll_mtcontext
 	int efd[3];
 	int sfd[4];
 	volatile int count;
-	volatile int stop;
+	int stop;
 
 	pthread_t main;
 	pthread_t waiter;
@@ -3149,7 +3149,7 @@ static void *epoll59_thread(void *ctx_)
 
 	for (i = 0; i < 100000; i++) {
 		while (ctx->count == 0)
-			if (ctx->stop)
+			if (__atomic_load_n(&ctx->stop, __ATOMIC_RELAXED))
 				return NULL;
 
 		e.events = EPOLLIN | EPOLLERR | EPOLLET;
@@ -3198,7 +3198,7 @@ TEST(epoll59)
 		while (ctx.count != 0)
 			;
 		if (i % 1000 == 999 && run_expired()) {
-			ctx.stop = 1;
+			__atomic_store_n(&ctx.stop, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		ctx.count = 1;

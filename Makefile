@@ -146,7 +146,7 @@ matrix:
 mutate:
 	$(S)/run-mutate.sh $(if $(STEP),$(STEP),all)
 
-## make stress  [DURATION=450 SEED= KCSAN=1]  long run of epoll_stress_test in the guest
+## make stress  [DURATION=450 SEED= KCSAN=1]  long run of epoll_proof_stress_test in the guest
 stress:
 	$(S)/run-stress.sh
 

@@ -25,7 +25,7 @@ readonly MAKE_FLAGS=(W=1)
 # used when the top of the series has it.
 readonly MATRIX=(
 	"x86_64-gcc         x86_64 gcc                   1 qemu-x86_64 debug matrix/epoll $KUNITCONFIG"
-	"x86_64-clang-debug x86_64 clang                 0 qemu-x86_64 debug matrix/clang-debug matrix/epoll $KUNITCONFIG"
+	"x86_64-clang-debug x86_64 clang-19              0 qemu-x86_64 debug matrix/clang-debug matrix/epoll $KUNITCONFIG"
 	"i386-gcc           i386   gcc                   1 matrix/epoll $KUNITCONFIG"
 	"arm-gcc            arm    arm-linux-gnueabi-gcc 1 matrix/arm matrix/epoll $KUNITCONFIG"
 	"arm64-gcc          arm64  aarch64-linux-gnu-gcc 1 matrix/epoll $KUNITCONFIG"

@@ -11,6 +11,8 @@ readonly SUBJECT_RE='^Subject: \[(RFC )?PATCH( [0-9]+/[0-9]+)?\] [^ ].*: [A-Z][a
 readonly MAX_SUBJECT=75
 # Text a cover letter template must not keep when it is mailed.
 readonly PLACEHOLDER_RE='@@[A-Z_]+@@|\*\*\* .* \*\*\*'
+# Lines of tests the postings may add in all: KUnit and kselftests.
+: "${POSTED_TEST_BUDGET:=4000}"
 
 usage() {
 	cat <<EOF
@@ -39,7 +41,9 @@ Check, after scripts/apply-series.sh has applied the series with 'git am':
      scripts/export-series.sh makes from the applied commits (nothing
      hand-edited, nothing stale), whoever runs the check;
   5. 'quilt push -a --fuzz=0' gives the same files as 'git am', for the
-     postings and for the postings with the proof layer.
+     postings and for the postings with the proof layer;
+  6. the lines the postings add under fs/tests/ and tools/testing/ are
+     at most POSTED_TEST_BUDGET (now: $POSTED_TEST_BUDGET).
 
 --self-test  show the check of 3 a posting with a fixup, and expect it
              to be refused; needs nothing applied
@@ -306,6 +310,27 @@ EOF
 	die "self-test: the posting with a fixup was not refused (got: ${out:-nothing})"
 }
 
+# Lines the posted patches add to tests (fs/tests/, tools/testing/).
+posted_test_lines() {
+	local p
+
+	while read -r p; do
+		awk '/^diff --git a\/(fs\/tests|tools\/testing)\// { t = 1; next }
+		     /^diff --git/ { t = 0 }
+		     t && /^\+([^+]|$)/ { n++ }
+		     END { print n + 0 }' "$PATCHES_DIR/$p"
+	done < <(series_patches) | awk '{ s += $1 } END { print s + 0 }'
+}
+
+check_test_budget() {
+	local n
+
+	n=$(posted_test_lines)
+	[ "$n" -le "$POSTED_TEST_BUDGET" ] ||
+		problem "the postings add $n lines of tests, over the budget of $POSTED_TEST_BUDGET"
+	posted_lines=$n
+}
+
 main() {
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
@@ -326,8 +351,9 @@ main() {
 	check_postings_apply "$tmp"
 	check_drift "$tmp"
 	check_quilt "$tmp"
+	check_test_budget
 	[ "$fail" -eq 0 ] || die "the patch queue has the problems above"
-	log "$(series_patches | wc -l) patches in $(postings | wc -l) postings and $(proof_patches | wc -l) of the proof layer: listed, well-formed, each posting applies on its own, no fixup, in sync, quilt == git am"
+	log "$(series_patches | wc -l) patches in $(postings | wc -l) postings and $(proof_patches | wc -l) of the proof layer: listed, well-formed, each posting applies on its own, no fixup, in sync, quilt == git am; the postings add $posted_lines lines of tests (budget $POSTED_TEST_BUDGET)"
 }
 
 main "$@"

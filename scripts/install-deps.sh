@@ -18,7 +18,7 @@ readonly PACKAGES=(
 	gcc-12-multilib libc6-dev-i386
 	busybox-static qemu-system-x86 qemu-system-data		# guest
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
-	clang gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix
+	clang-19 gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix (7.3 needs clang >= 17)
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json
 	gnuplot-nox dwarves					# make bench: plot, pahole

@@ -14,12 +14,22 @@
                   The verdicts come from the guest's KTAP
                   ($MUT_OUT/results/ktap.log, one subtest "mutant-<id>"
                   each), a crash from the kernel log (console.log).
-                  Appends to $MUT_OUT/guest.tsv. With GUEST_JOBS=N, N
-                  guests of one CPU share the mutants (results merged
-                  from $MUT_OUT/job<k>/).
-  report          merges mutants/generated.tsv, the two result files,
-                  mutants/equivalent.tsv and mutants/invisible.tsv into
-                  mutants/results.tsv and prints the scores.
+                  Appends to $MUT_OUT/$GUEST_RESULTS (default guest.tsv:
+                  one file per kind of sweep, e.g. guest-posted.tsv for
+                  the posted programs on every mutant, guest-proof.tsv
+                  for the proof layer's on the survivors). With
+                  GUEST_JOBS=N, N guests of one CPU share the mutants
+                  (results merged from $MUT_OUT/job<k>/). With
+                  GUEST_FAILFAST=1 (the default) a mutant's tests stop
+                  at its first failure (epoll.failfast=1).
+  report          merges mutants/generated.tsv, the result files
+                  (kunit.tsv and every guest*.tsv), mutants/equivalent.tsv
+                  and mutants/invisible.tsv into mutants/results.tsv and
+                  prints the scores: of every test (posted and proof), of
+                  the posted tests (a killer counts as posted when it is a
+                  case of the posted KUnit suite, kunit/, or a program of
+                  the posted Makefile, selftests/), and of the posted
+                  kselftests alone over the user-visible mutants.
   seed            writes the two result files back from the committed
                   mutants/results.tsv, when $MUT_OUT has none (a new
                   machine): 'kunit' and 'guest' then run only what is

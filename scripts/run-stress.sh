@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A long run of epoll_stress_test in the guest (make stress).
+# A long run of epoll_proof_stress_test in the guest (make stress).
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly PROGRAM=epoll_stress_test
+readonly PROGRAM=epoll_proof_stress_test
 # Where the KCSAN kernel, its selftests and its results go.
 readonly KCSAN_OUT="$OUT_DIR/kcsan"
 # Seconds of stress per ABI: the guest runs -m32, then -m64, so the

@@ -27,7 +27,7 @@ readonly MATRIX=(
 	"x86_64-gcc         x86_64 gcc                   1 qemu-x86_64 debug matrix/epoll $KUNITCONFIG"
 	"x86_64-clang-debug x86_64 clang-19              0 qemu-x86_64 debug matrix/clang-debug matrix/epoll $KUNITCONFIG"
 	"i386-gcc           i386   gcc                   1 matrix/epoll $KUNITCONFIG"
-	"arm-gcc            arm    arm-linux-gnueabi-gcc 1 matrix/arm matrix/epoll $KUNITCONFIG"
+	"arm-gcc            arm    arm-linux-gnueabi-gcc 1 matrix/arm matrix/epoll"
 	"arm64-gcc          arm64  aarch64-linux-gnu-gcc 1 matrix/epoll $KUNITCONFIG"
 	"x86_64-no-pm-sleep x86_64 gcc                   1 qemu-x86_64 matrix/epoll matrix/no-pm-sleep"
 	"x86_64-no-io-uring x86_64 gcc                   1 qemu-x86_64 matrix/epoll matrix/no-io-uring"

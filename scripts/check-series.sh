@@ -43,7 +43,8 @@ Check, after scripts/apply-series.sh has applied the series with 'git am':
   5. 'quilt push -a --fuzz=0' gives the same files as 'git am', for the
      postings and for the postings with the proof layer;
   6. the lines the postings add under fs/tests/ and tools/testing/ are
-     at most POSTED_TEST_BUDGET (now: $POSTED_TEST_BUDGET).
+     at most POSTED_TEST_BUDGET (now: $POSTED_TEST_BUDGET), and are the
+     figures Documentation/testing.md and the cover letters state.
 
 --self-test  show the check of 3 a posting with a fixup, and expect it
              to be refused; needs nothing applied
@@ -311,24 +312,40 @@ EOF
 }
 
 # Lines the posted patches add to tests (fs/tests/, tools/testing/).
-posted_test_lines() {
+# The lines that patches $1... add under fs/tests/ and tools/testing/.
+test_lines() {
 	local p
 
-	while read -r p; do
+	for p in "$@"; do
 		awk '/^diff --git a\/(fs\/tests|tools\/testing)\// { t = 1; next }
 		     /^diff --git/ { t = 0 }
 		     t && /^\+([^+]|$)/ { n++ }
 		     END { print n + 0 }' "$PATCHES_DIR/$p"
-	done < <(series_patches) | awk '{ s += $1 } END { print s + 0 }'
+	done | awk '{ s += $1 } END { print s + 0 }'
 }
 
+# The budget, and the figures the documents state: "<n> lines in all"
+# in Documentation/testing.md, "The tests here are <n> lines" in a
+# cover letter (that posting's tests).
 check_test_budget() {
-	local n
+	local doc=$REPO_DIR/Documentation/testing.md posting claim n
 
-	n=$(posted_test_lines)
-	[ "$n" -le "$POSTED_TEST_BUDGET" ] ||
-		problem "the postings add $n lines of tests, over the budget of $POSTED_TEST_BUDGET"
-	posted_lines=$n
+	mapfile -t all < <(series_patches)
+	posted_lines=$(test_lines "${all[@]}")
+	[ "$posted_lines" -le "$POSTED_TEST_BUDGET" ] ||
+		problem "the postings add $posted_lines lines of tests, over the budget of $POSTED_TEST_BUDGET"
+	claim=$(sed -n 's/^\([0-9][0-9]*\) lines in all.*/\1/p' "$doc")
+	[ "$claim" = "$posted_lines" ] ||
+		problem "${doc#"$REPO_DIR"/} says ${claim:-nothing} lines of posted tests, the postings add $posted_lines"
+	for posting in $(postings); do
+		claim=$(sed -n 's/^The tests here are \([0-9][0-9]*\) lines.*/\1/p' \
+			"$COVER_DIR/$posting.txt" 2>/dev/null)
+		[ -n "$claim" ] || continue
+		mapfile -t these < <(posting_patches "$posting")
+		n=$(test_lines "${these[@]}")
+		[ "$claim" = "$n" ] ||
+			problem "the $posting cover letter says $claim lines of tests, its patches add $n"
+	done
 }
 
 main() {

@@ -8,7 +8,9 @@ Reads, from the bench results directory (scripts/run-bench.sh):
   raw/boot-NN-KERNEL.ktap  that boot's KTAP (guest/init, epoll.bench=): one
                          result line per entry script, and the JSON lines
                          of epoll_micro ({"test": ...}), epoll_wakeups
-                         ({"bench": "epoll_wakeups", ...}) and epoll_server
+                         ({"bench": "epoll_wakeups", ...}),
+                         epoll_oneshot_window ({"bench":
+                         "epoll_oneshot_window", ...}) and epoll_server
                          ({"variant": ...}) indented in it
   epitem-KERNEL.txt      pahole -C epitem of that kernel's fs/eventpoll.o
 Writes bench.txt, bench.json, bench.png and sweep.png (gnuplot, data and
@@ -20,7 +22,9 @@ the spread, (max - min) / median. A ratio is a kernel's median over
 base's; its noise is the larger half-spread of the two. The control
 kernel moves code and changes nothing else: a cost of the patched kernel
 counts as real only if its distance from 1 exceeds both its noise and
-the control's distance from 1.
+the control's distance from 1. Beside it, the floor ratio: a kernel's
+fastest repetition over all boots against base's, which under -icount
+is closest to the instructions of the path itself.
 
 Exit status: 0; 1 when a log is missing or unusable, an entry script
 failed, a patched boot lacks a variant of the server, a safe variant saw
@@ -104,6 +108,18 @@ def epitem_size(path):
     return int(m.group(1)) if m else None
 
 
+def function_sizes(rdir, kernels):
+    """{function: {kernel: bytes}} from functions-<kernel>.tsv (nm -S)."""
+    out = {}
+    for k in kernels:
+        try:
+            for name, size in read_tsv(os.path.join(rdir, f'functions-{k}.tsv')):
+                out.setdefault(name, {})[k] = int(size, 16)
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def settings(run):
     return tuple(int(run.get(k, DEFAULTS[k])) for k in DEFAULTS)
 
@@ -128,10 +144,12 @@ def collect(rdir):
         for t in tests:
             e = micro.setdefault(t['test'], {'unit': t['unit']})
             e.setdefault(kernel, []).append(t['median'])
-        for w in (l for l in lines if l.get('bench') == 'epoll_wakeups'):
-            wakeups.setdefault(kernel, []).append(w)
-        if not any(l.get('bench') == 'epoll_wakeups' for l in lines):
-            problems.append(f'{tag}: no epoll_wakeups result')
+            e.setdefault('reps:' + kernel, []).extend(t.get('reps', [t['median']]))
+        for bench in ('epoll_wakeups', 'epoll_oneshot_window'):
+            runs = [l for l in lines if l.get('bench') == bench]
+            wakeups.setdefault(bench, {}).setdefault(kernel, []).extend(runs)
+            if not runs:
+                problems.append(f'{tag}: no {bench} result')
         if kernel == 'patched':
             runs = [l for l in lines if 'variant' in l]
             got = {r['variant'] for r in runs if settings(r) == settings(DEFAULTS)}
@@ -159,6 +177,7 @@ def micro_rows(micro, kernels):
         for k in kernels:
             if k != 'base' and k in e:
                 row[k] = ratio_row(e['base'], e[k])
+                row[k]['floor_ratio'] = min(e['reps:' + k]) / min(e['reps:base'])
         p, c = row.get('patched'), row.get('control')
         if p:
             floor = max(p['noise_pct'], abs(c['delta_pct']) if c else 0.0)
@@ -207,13 +226,26 @@ def sweep_rows(server):
 def wakeup_rows(wakeups, kernels):
     rows = []
     for k in kernels:
-        runs = wakeups.get(k)
+        runs = wakeups.get('epoll_wakeups', {}).get(k)
         if not runs:
             continue
         rows.append({'kernel': k, 'spurious_per_1000': stats([r['spurious_per_1000'] for r in runs]),
                      'wakeups_per_1000': stats([r['wakeups_per_1000'] for r in runs]),
                      'deliveries': statistics.median(r['deliveries'] for r in runs),
                      'handling_switches': sum(r['handling_switches'] for r in runs),
+                     'ok': all(r['ok'] for r in runs)})
+    return rows
+
+
+def window_rows(wakeups, kernels):
+    """bench/epoll_oneshot_window: sleepers woken per round, per kernel."""
+    rows = []
+    for k in kernels:
+        runs = wakeups.get('epoll_oneshot_window', {}).get(k)
+        if not runs:
+            continue
+        rows.append({'kernel': k, 'woken_per_round': stats([r['woken_per_round'] for r in runs]),
+                     'rounds': sum(r['rounds'] for r in runs), 'sleepers': runs[0]['sleepers'],
                      'ok': all(r['ok'] for r in runs)})
     return rows
 
@@ -231,7 +263,7 @@ def table(out, rows, metrics, width=22):
                 f"{fmt_range(r['metrics'][k], f):>{width}}" for k, _, f in chunk))
 
 
-def text(meta, order, kernels, srows, sweep, wrows, mrows, epitem):
+def text(meta, order, kernels, srows, sweep, wrows, winrows, mrows, epitem, funcs):
     out = []
     n_p = order.count('patched')
     out.append(f"make bench, {meta.get('date', '?')}: {meta.get('boots', '?')} boots of each "
@@ -277,6 +309,13 @@ def text(meta, order, kernels, srows, sweep, wrows, mrows, epitem):
                    f"   all wakeups {fmt_range(r['wakeups_per_1000'], '{:.1f}'):>26}"
                    f"   deliveries {r['deliveries']:.0f}")
     out.append('')
+    out.append('Part 3b: the same second wakeup made to land in the window every time '
+               '(bench/epoll_oneshot_window, userfaultfd): sleepers woken per round, '
+               'of whom 1 is needed, median [min-max] over boots')
+    for r in winrows:
+        out.append(f"  {r['kernel']:<8} woken {fmt_range(r['woken_per_round'], '{:.2f}'):>20}"
+                   f"   rounds {r['rounds']}, {r['sleepers']} sleepers")
+    out.append('')
     out.append("Part 4: epoll microbenchmarks, ratio = kernel / base of the medians over boots "
                "(times: > 1 is slower), noise = half the larger spread;")
     out.append("the patched kernel's cost is real only beyond its noise and beyond the layout "
@@ -294,6 +333,24 @@ def text(meta, order, kernels, srows, sweep, wrows, mrows, epitem):
             else:
                 line += f"{'-':>10}{'-':>7}"
         out.append(line + f"  {r.get('patched', {}).get('verdict', '-')}")
+    out.append('')
+    out.append("Part 4b: the same, ratio of the fastest repetitions over all boots: under "
+               "-icount time is executed instructions,")
+    out.append("and what a repetition shares with other work (RCU callbacks, the timer) only "
+               "adds to it")
+    out.append(f"{'test':<15}" + ''.join(f'{k:>10}' for k in kernels[1:]))
+    for r in mrows:
+        out.append(f"{r['test']:<15}" + ''.join(
+            f"{r[k]['floor_ratio']:>10.3f}" if k in r else f"{'-':>10}" for k in kernels[1:]))
+    out.append('')
+    out.append("Where the code grew: epoll's functions whose size differs from base "
+               "(bytes of code, nm -S; inlined code counts in its caller)")
+    changed = {f: v for f, v in funcs.items() if len(set(v.get(k) for k in kernels)) > 1}
+    out.append(f"{'function':<32}" + ''.join(f'{k:>10}' for k in kernels))
+    for f, v in sorted(changed.items()):
+        out.append(f"{f:<32}" + ''.join(f"{v[k] if k in v else '-':>10}" for k in kernels))
+    if not changed:
+        out.append('  (none)')
     out.append('')
     sizes = ', '.join(f'{k} {epitem.get(k)} B' for k in kernels)
     same = 'equal' if len({epitem.get(k) for k in kernels}) == 1 else 'DIFFERENT'
@@ -432,6 +489,7 @@ def main():
     srows = server_rows(server, settings(DEFAULTS))
     sweep = sweep_rows(server)
     wrows = wakeup_rows(wakeups, kernels)
+    winrows = window_rows(wakeups, kernels)
     epitem = {k: epitem_size(os.path.join(rdir, f'epitem-{k}.txt')) for k in kernels}
     problems += [f"epoll_server --retire={r['variant']}: {r['uaf_total']} use-after-free, "
                  f"{r['wrong_answers']} wrong answers"
@@ -440,9 +498,12 @@ def main():
     problems += [f"epoll_server sweep --retire={r['variant']}: {r['uaf_total']} use-after-free"
                  for r in sweep if r['variant'] != 'naive' and r['uaf_total']]
     problems += [f"epoll_wakeups on {r['kernel']}: a run failed" for r in wrows if not r['ok']]
+    problems += [f"epoll_oneshot_window on {r['kernel']}: a run failed"
+                 for r in winrows if not r['ok']]
     if None in epitem.values() or len(set(epitem.values())) != 1:
         problems.append(f"sizeof(struct epitem): {epitem}")
-    txt = text(meta, order, kernels, srows, sweep, wrows, mrows, epitem)
+    funcs = function_sizes(rdir, kernels)
+    txt = text(meta, order, kernels, srows, sweep, wrows, winrows, mrows, epitem, funcs)
     txt += ''.join(f'FAIL: {p}\n' for p in problems)
     txt += (f"verdict: {'FAIL' if problems else 'PASS'} (every boot ran, the safe variants "
             f"are safe, struct epitem kept its size; the figures are for a person to read)\n")
@@ -450,7 +511,8 @@ def main():
         f.write(txt)
     doc = {'meta': meta, 'order': order,
            'boots': [{'n': int(n), 'kernel': k, 'wall_s': float(w)} for n, k, w in boots],
-           'epitem_size': epitem, 'server': srows, 'sweep': sweep, 'wakeups': wrows,
+           'epitem_size': epitem, 'functions': funcs, 'server': srows, 'sweep': sweep, 'wakeups': wrows,
+           'window': winrows,
            'micro': mrows, 'problems': problems, 'verdict': 'fail' if problems else 'pass'}
     with open(os.path.join(rdir, 'bench.json'), 'w') as f:
         json.dump(doc, f, indent=1)

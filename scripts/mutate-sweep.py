@@ -239,7 +239,8 @@ KERNEL_REPORTS = (
     (r"detected stall", "kernel:rcu-stall"),
     (r"called from invalid context", "kernel:atomic-sleep"),
     (r"blocked for more than", "kernel:hung-task"),
-    (r"Oops|general protection|Kernel panic|UBSAN", "kernel:crash"))
+    (r"Oops|general protection|Kernel panic|UBSAN", "kernel:crash"),
+    (r"suspend held off after the tests", "kernel:suspend-held"))
 KERNEL_NOISE = re.compile(r"KernelAddressSanitizer initialized|KernelAddressSanitizer.*enabled")
 # In the runner's output: a program's header and result, and behind "# "
 # the program's own (kselftest_harness.h) result lines.

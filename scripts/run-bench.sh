@@ -58,14 +58,17 @@ as /bench.
 Boot them $BENCH_BOOTS times each, the order rotating (base control fixes
 patched, patched fixes control base, ...), under QEMU with -icount
 $BENCH_ICOUNT. The kernel command line asks the guest's /init for the
-benchmarks (epoll.bench=): every boot runs bench/epoll_micro and
-bench/epoll_wakeups; patched boots also run bench/epoll_server in every
-variant (bench/VARIANTS.md) and its sweep over connections, churn and
-workers. Then scripts/bench-report.py prints and writes to $BENCH_RESULTS/:
+benchmarks (epoll.bench=): every boot runs bench/epoll_micro,
+bench/epoll_wakeups and bench/epoll_oneshot_window; patched boots also run
+bench/epoll_server in every variant (bench/VARIANTS.md) and its sweep over
+connections, churn and workers. Then scripts/bench-report.py prints and
+writes to $BENCH_RESULTS/:
   bench.txt    the tables: the server variants; the sweep; spurious
-               wakeups per 1000 one-shot deliveries per kernel; the
+               wakeups per 1000 one-shot deliveries, and sleepers woken
+               per forced second wakeup, per kernel; the
                microbenchmarks of control, fixes and patched against
-               base, with ratio and noise; sizeof(struct epitem)
+               base, with ratio, noise and floor ratio; the functions
+               whose size changed; sizeof(struct epitem)
   bench.json   the same, with every boot's value
   bench.png, sweep.png   the plots
   raw/         each boot's KTAP and kernel log; meta.tsv, boots.tsv
@@ -140,6 +143,19 @@ epitem_layout() {
 	pahole -C epitem "$obj" > "$BENCH_RESULTS/epitem-$k.txt"
 	grep -q '/\* size: [0-9]*,' "$BENCH_RESULTS/epitem-$k.txt" ||
 		die "pahole found no struct epitem in $obj"
+}
+
+# The sizes of epoll's functions in kernel @1 (what the compiler did not
+# inline), in hexadecimal as nm gives them, to see where the series adds
+# code.
+function_sizes() {
+	local k=$1
+
+	nm -S "$(kernel_out "$k")/build/qemu/vmlinux" |
+		awk '$3 ~ /^[tT]$/ && $4 ~ /^(__?ep_|ep_|do_epoll|epoll_|eventpoll|io_epoll|__(x64|ia32)_sys_epoll)/ {
+			printf "%s\t%s\n", $4, $2 }' |
+		sort > "$BENCH_RESULTS/functions-$k.tsv"
+	[ -s "$BENCH_RESULTS/functions-$k.tsv" ] || die "no epoll function in the $k kernel's vmlinux"
 }
 
 # The kernel's initramfs: busybox, guest/init and the bench programs as
@@ -245,6 +261,7 @@ main() {
 	make -s -C "$REPO_DIR/bench" OUTPUT="$PROG_DIR" clean all
 	for k in "${KERNELS[@]}"; do
 		epitem_layout "$k"
+		function_sizes "$k"
 		make_image "$k"
 	done
 	t_build=$(($(date +%s) - start))

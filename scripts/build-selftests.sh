@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build the epoll kselftests of the patched tree, static, for -m64 and -m32,
-# and with BENCH_CHECK=1 the short correctness runs of bench/epoll_server.
+# and with BENCH_CHECK=1 the short correctness runs of bench/.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ readonly HDRS="$KBUILD/usr/include"
 readonly OUT="$BUILD_DIR/selftests"
 # ABIs to build for; x86-64 packs struct epoll_event, i386 does not need to.
 readonly ABIS=(m64 m32)
-# 1: add bench/epoll_server --check to the -m64 installation.
+# 1: add bench/'s --check runs to the -m64 installation.
 : "${BENCH_CHECK:=}"
 
 usage() {
@@ -28,14 +28,16 @@ programs and their settings under $TARGET/, run_kselftest.sh and
 kselftest-list.txt, as the kselftest documentation describes.
 
 With BENCH_CHECK=1, bench/'s 'make install-kselftest' then adds the
-collection "bench" to the -m64 installation: epoll_server --check with
---retire=disable and with --retire=userspace, two short runs (1.5 s of
-load each) that fail on any use-after-free, wrong answer, unexpected
-epoll_ctl() error or leaked item, descriptor or state.
+collection "bench" to the -m64 installation: epoll_server --check for
+each retirement variant (bench/VARIANTS.md), short runs that fail on a
+use-after-free (except the naive variant), a wrong answer, an unexpected
+epoll_ctl() error or a leaked item, descriptor or state; and
+epoll_oneshot_window --check, which fails when a one-shot item woken
+during its delivery wakes a second sleeper (fix 3 missing).
 
 Environment:
   OUT_DIR      output directory (now: $OUT_DIR)
-  BENCH_CHECK  1 to add the epoll_server checks (now: '$BENCH_CHECK')
+  BENCH_CHECK  1 to add the bench/ checks (now: '$BENCH_CHECK')
 
 Exit status: 0 on success, 1 on error.
 EOF

@@ -14,22 +14,25 @@
                   The verdicts come from the guest's KTAP
                   ($MUT_OUT/results/ktap.log, one subtest "mutant-<id>"
                   each), a crash from the kernel log (console.log).
-                  Appends to $MUT_OUT/$GUEST_RESULTS (default guest.tsv:
-                  one file per kind of sweep, e.g. guest-posted.tsv for
-                  the posted programs on every mutant, guest-proof.tsv
-                  for the proof layer's on the survivors). With
-                  GUEST_JOBS=N, N guests of one CPU share the mutants
-                  (results merged from $MUT_OUT/job<k>/). With
+                  GUEST_LAYER=posted (the default) runs the posted
+                  programs on every mutant not argued equivalent, into
+                  $MUT_OUT/guest-posted.tsv; GUEST_LAYER=proof the proof
+                  layer's on every mutant nothing has killed yet, into
+                  guest-proof.tsv. Ids already in the file are skipped.
+                  With GUEST_JOBS=N, N guests of one CPU share the
+                  mutants (results merged from $MUT_OUT/job<k>/). With
                   GUEST_FAILFAST=1 (the default) a mutant's tests stop
-                  at its first failure (epoll.failfast=1).
+                  at its first failure or skip (epoll.failfast=1).
   report          merges mutants/generated.tsv, the result files
-                  (kunit.tsv and every guest*.tsv), mutants/equivalent.tsv
-                  and mutants/invisible.tsv into mutants/results.tsv and
-                  prints the scores: of every test (posted and proof), of
-                  the posted tests (a killer counts as posted when it is a
-                  case of the posted KUnit suite, kunit/, or a program of
-                  the posted Makefile, selftests/), and of the posted
-                  kselftests alone over the user-visible mutants.
+                  (kunit.tsv and every guest*.tsv), mutants/equivalent.tsv,
+                  invisible.tsv and undocumented.tsv into
+                  mutants/results.tsv and prints the scores: of every test
+                  (posted and proof), of the posted tests (a killer counts
+                  as posted when it is a case of the posted KUnit suite,
+                  kunit/, or a program of the posted Makefile,
+                  selftests/), and of the posted kselftests alone over
+                  the user-visible mutants; then why each mutant the
+                  posted tests leave alive survives.
   seed            writes the two result files back from the committed
                   mutants/results.tsv, when $MUT_OUT has none (a new
                   machine): 'kunit' and 'guest' then run only what is
@@ -38,18 +41,18 @@
 The trees and builds come from scripts/run-mutate.sh (make mutate).
 Environment: OUT_DIR (default ./out); MUT_OUT (default $OUT_DIR/mut);
 KUNIT_EXEC_TIMEOUT (s, default 60); GUEST_TESTS, the programs
-(default epoll_wakeup_abi_test,epoll_ctl_disable_test); GUEST_ABIS
+(default: the layer's); GUEST_RESULTS, the result file (default: the
+layer's); GUEST_ABIS
 (default m64); GUEST_BATCH, mutants a boot at most (default 20);
-GUEST_JOBS, guests of one CPU run side by side (default 1: one guest of
-QEMU_SMP CPUs); QEMU_TIMEOUT, the limit of one boot (default 300 s plus 120 s a mutant
-of the batch; one mutant's run takes 30-50 s); GUEST_STALL, seconds
-without guest output after which a boot is stopped (default 200: above
-the runner's per-program limit under TCG, 180 s; as the guest passes on
-each line of the programs' output when it comes, a live guest is silent
-at most for one test's own time limit, 30 or 60 s, so 90 is enough).
-The guest panics, hence reboots, on an oops, a WARN, a KASAN report or a hung task;
-GUEST_PANIC=0 lets it report and go on, so that the test programs'
-last test (kernel.reported_no_bug_while_the_tests_ran) sees the report.
+GUEST_APPEND, more of the guest's kernel command line (default for the
+proof layer: epoll_stress.seconds=5); GUEST_JOBS, guests of
+one CPU side by side (default 1: one guest of QEMU_SMP CPUs);
+QEMU_TIMEOUT, the limit of one boot (default 300 s plus 120 s a mutant
+of the batch; one mutant's run takes 20-50 s); GUEST_STALL, seconds
+without guest output after which a boot is stopped (default 200, above
+the runner's per-program limit under TCG, 180 s). The guest panics,
+hence reboots, on an oops, a WARN, a KASAN report or a hung task;
+GUEST_PANIC=0 lets it report and go on.
 """
 
 import glob
@@ -69,16 +72,27 @@ UML = os.path.join(MUT, "build", "kunit-uml")
 GEN = os.path.join(REPO, "mutants", "generated.tsv")
 EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE = os.path.join(REPO, "mutants", "invisible.tsv")
+UNDOCUMENTED = os.path.join(REPO, "mutants", "undocumented.tsv")
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
-# One result file per kind of guest sweep (GUEST_RESULTS): the posted
-# programs run on every mutant, the proof layer's on the survivors.
-GUEST_TSV = os.path.join(MUT, os.environ.get("GUEST_RESULTS") or "guest.tsv")
+# Two guest sweeps (GUEST_LAYER), each with its result file: the posted
+# programs on every mutant, for their own score; the proof layer's on
+# what no test has killed yet, its stress program shortened.
+LAYER = os.environ.get("GUEST_LAYER") or "posted"
+if LAYER not in ("posted", "proof"):
+    sys.exit(f"mutate-sweep: GUEST_LAYER must be posted or proof, not '{LAYER}'")
+LAYER_DEFAULTS = {
+    "posted": ("guest-posted.tsv", "epoll_wakeup_abi_test,epoll_ctl_disable_test", ""),
+    "proof": ("guest-proof.tsv", "epoll_proof_abi_test,epoll_proof_disable_test,"
+              "epoll_proof_stress_test", "epoll_stress.seconds=5"),
+}[LAYER]
+GUEST_TSV = os.path.join(MUT, os.environ.get("GUEST_RESULTS") or LAYER_DEFAULTS[0])
 FAILFAST = os.environ.get("GUEST_FAILFAST", "1")
 TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
-TESTS = os.environ.get("GUEST_TESTS") or "epoll_wakeup_abi_test,epoll_ctl_disable_test"
+TESTS = os.environ.get("GUEST_TESTS") or LAYER_DEFAULTS[1]
 ABIS = os.environ.get("GUEST_ABIS", "m64")
 BATCH = int(os.environ.get("GUEST_BATCH", "20"))
+APPEND = os.environ.get("GUEST_APPEND", LAYER_DEFAULTS[2])
 STALL = int(os.environ.get("GUEST_STALL", "200"))
 JOBS = int(os.environ.get("GUEST_JOBS") or "1")
 
@@ -433,9 +447,13 @@ def guest_parallel(todo):
 def cmd_guest(ids):
     merge_jobs()
     done = {int(r[0]) for r in read_results(GUEST_TSV)}
-    if not ids:     # default: what KUnit did not kill, minus the equivalent ones
-        equiv = equivalents(generated())
-        ids = [int(r[0]) for r in read_results(KUNIT_TSV) if not r[1] and int(r[0]) not in equiv]
+    if not ids:
+        gen, equiv = generated(), equivalents(generated())
+        ids = [m for m in sorted(gen) if m not in equiv]
+        if LAYER == "proof":
+            dead = {int(r[0]) for r in read_results(KUNIT_TSV) if r[1]}
+            dead |= {m for m, (st, _) in guest_results().items() if st == "killed"}
+            ids = [m for m in ids if m not in dead]
     todo = [i for i in ids if i not in done]
     if JOBS > 1 and len(todo) > 1:
         t0 = time.time()
@@ -451,7 +469,8 @@ def cmd_guest(ids):
         env = dict(os.environ, OUT_DIR=MUT,
                    QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(300 + 120 * len(batch))),
                    QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
-                               f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))}")
+                               f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))} "
+                               f"{APPEND}".rstrip())
         bt = time.time()
         for name in ("ktap.log", "console.log"):
             if os.path.exists(os.path.join(results, name)):
@@ -541,6 +560,7 @@ def cmd_report(ids):
         excl = {int(l.split("#")[0]) for l in open(up) if l.split("#")[0].strip()}
     equiv = equivalents(gen)
     invisible = equivalents(gen, INVISIBLE)
+    undocumented = equivalents(gen, UNDOCUMENTED)
     ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
     gu = guest_results()
     cases, programs = posted_kunit_cases(), posted_programs()
@@ -563,6 +583,8 @@ def cmd_report(ids):
         note = equiv.get(mid, "")
         if st in ("survived", "killed") and mid in invisible:
             note = "not user-visible: " + invisible[mid]
+        elif st in ("survived", "killed") and mid in undocumented:
+            note = "no documented behaviour: " + undocumented[mid]
         rows.append((mid, g[2], g[4], st, ",".join((kk or []) + gk), g[1], g[3], ran or "none", note))
         st_count[st] = st_count.get(st, 0) + 1
     with open(RESULTS, "w") as f:
@@ -590,6 +612,28 @@ def cmd_report(ids):
     print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}")
     print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
           f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
+    # Every mutant the posted tests leave alive, and why.
+    posted_ids = {r[0] for r in posted}
+    why = {}
+    for r in rows:
+        if r[3] not in ("killed", "survived", "equivalent") or r[0] in posted_ids:
+            continue
+        if r[3] == "killed":
+            c = "killed by the proof layer"
+        elif r[3] == "equivalent":
+            c = "equivalent (mutants/equivalent.tsv)"
+        elif r[0] in invisible:
+            c = "no effect user space can see (mutants/invisible.tsv)"
+        elif r[0] in undocumented:
+            c = "no documented behaviour covers it (mutants/undocumented.tsv)"
+        else:
+            c = "UNCLASSIFIED"
+        why.setdefault(c, []).append(r[0])
+    print(f"survivors of the posted tests: {sum(len(v) for v in why.values())}")
+    for c, ids in sorted(why.items()):
+        more = f": {' '.join(map(str, ids[:30]))}{' ...' if len(ids) > 30 else ''}" \
+            if c == "UNCLASSIFIED" else ""
+        print(f"  {len(ids):4d} {c}{more}")
     by_op = {}
     for r in rows:
         d = by_op.setdefault(r[2], {})

@@ -28,12 +28,14 @@ prepare-kunit  only the mutant tree and the UML KUnit kernel (enough
 kunit    one UML boot per mutant (all, or the IDs given), results in
          $MUT_OUT/kunit.tsv (kept: a second run resumes)
 guest    the kselftests (-m64) in the guest, one run per mutant, many
-         mutants a boot; default: the mutants KUnit did not kill
+         mutants a boot: GUEST_LAYER=posted (default) the posted
+         programs on every mutant, GUEST_LAYER=proof the proof layer's
+         on the mutants nothing has killed yet
 report   mutants/results.tsv and the scores (scripts/mutate-sweep.py report)
-seed     on a machine without $MUT_OUT/kunit.tsv and guest.tsv, write them
+seed     on a machine without $MUT_OUT/kunit.tsv and guest-posted.tsv, write them
          from mutants/results.tsv, so that kunit and guest re-run only
          the IDs given and report keeps the recorded verdicts
-all      prepare, kunit, guest, report (make mutate)
+all      prepare, kunit, guest (posted, then proof), report (make mutate)
 
 --check, without building anything (make check runs it): new-tests/
 applies to the series; the generator still applies to the series and
@@ -112,7 +114,8 @@ main() {
 		need_worktree
 		prepare
 		"$REPO_DIR/scripts/mutate-sweep.py" kunit
-		"$REPO_DIR/scripts/mutate-sweep.py" guest
+		GUEST_LAYER=posted "$REPO_DIR/scripts/mutate-sweep.py" guest
+		GUEST_LAYER=proof "$REPO_DIR/scripts/mutate-sweep.py" guest
 		"$REPO_DIR/scripts/mutate-sweep.py" report ;;
 	*) usage >&2; exit 1 ;;
 	esac

@@ -67,6 +67,9 @@ GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest
 # epoll_wakeup_test among them), the local proof layer's, or bench/'s
 # short correctness runs.
 LAYERS = ('posted', 'proof', 'bench')
+# The bench/ programs whose short checks run with the kselftests
+# (BENCH_CHECK=1): their entries' names start so.
+BENCH_PROGRAMS = ('epoll_server', 'epoll_oneshot_window')
 # The UML KUnit runs: make run's, and make check's without CONFIG_PM_SLEEP
 # (the guest's boot runs the suite with it): results and build name, group,
 # KCIDB build and configuration. The second may skip the cases about the
@@ -92,7 +95,7 @@ def layer_of(group, result, posted):
         program = result[1]
         if program in posted:
             return 'posted'
-        return 'bench' if program.startswith('epoll_server') else 'proof'
+        return 'bench' if program.startswith(BENCH_PROGRAMS) else 'proof'
     return 'proof' if result[0][0].endswith('_proof') else 'posted'
 
 

@@ -11,16 +11,20 @@
  * (Documentation/ABI/testing/sysfs-power), and the mask an item keeps is
  * what /proc/self/fdinfo shows (proc_pid_fdinfo(5)).
  * Documentation/userspace-api/epoll.rst states the rest: the flag's fate
- * in a user namespace, edge-triggered and one-shot items, a faulting
- * copy, and IORING_OP_EPOLL_CTL and IORING_OP_EPOLL_WAIT.
+ * in a user namespace, edge-triggered and one-shot items, readiness that
+ * comes during a report, a faulting copy, and IORING_OP_EPOLL_CTL and
+ * IORING_OP_EPOLL_WAIT.
  *
  * Each test names the sentence it checks. Every test restores the
  * capabilities it drops in its teardown; none changes anything outside
  * its own process.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
+#include <linux/userfaultfd.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "kselftest_harness.h"
@@ -608,6 +612,146 @@ TEST_F(delivery, event_whose_copy_faults_stays_pending)
 	ASSERT_EQ(1, consume(_metadata, variant->consumer, self->epfd, &self->ring, &ev));
 	EXPECT_EQ(42, ev.data.u64);
 	munmap(none, getpagesize());
+}
+
+/*
+ * epoll.rst: the hold of an edge-triggered or one-shot item ends when its
+ * event is reported, also when the file becomes ready again while the
+ * report is being made; for an edge-triggered item that is a new event,
+ * which holds off suspend until a later call reports it, while a one-shot
+ * item reports nothing more. The report is held up with userfaultfd: the
+ * caller's buffer is a missing page, and epoll_wait() waits in the copy
+ * of the event until the file has been made ready again.
+ */
+FIXTURE(report_window) {
+	int epfd;
+	int efd;
+	int uffd;
+	struct epoll_event *buf;
+};
+
+FIXTURE_VARIANT(report_window) {
+	uint32_t mode;		/* 0 (level-triggered), EPOLLET, EPOLLONESHOT */
+};
+
+FIXTURE_VARIANT_ADD(report_window, level_triggered) {
+	.mode = 0,
+};
+
+FIXTURE_VARIANT_ADD(report_window, edge_triggered) {
+	.mode = EPOLLET,
+};
+
+FIXTURE_VARIANT_ADD(report_window, oneshot) {
+	.mode = EPOLLONESHOT,
+};
+
+FIXTURE_SETUP(report_window)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+	self->uffd = -1;
+	self->buf = MAP_FAILED;
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	need_wakeup_count(_metadata);
+	self->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (self->uffd < 0 && (errno == ENOSYS || errno == EPERM))
+		SKIP(return,
+		     "no userfaultfd for faults in the kernel (CONFIG_USERFAULTFD, CAP_SYS_PTRACE): %s",
+		     strerror(errno));
+	ASSERT_LE(0, self->uffd);
+	ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_API, &api));
+	self->buf = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->buf);
+	reg.range.start = (uintptr_t)self->buf;
+	reg.range.len = getpagesize();
+	ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_REGISTER, &reg));
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+}
+
+FIXTURE_TEARDOWN(report_window)
+{
+	if (self->uffd < 0)
+		return;
+	close(self->efd);
+	close(self->epfd);
+	close(self->uffd);
+	if (self->buf != MAP_FAILED)
+		munmap(self->buf, getpagesize());
+}
+
+struct report {
+	int epfd;
+	struct epoll_event *buf;
+	int res;
+};
+
+static void *report(void *arg)
+{
+	struct report *r = arg;
+
+	r->res = epoll_wait(r->epfd, r->buf, 1, -1);
+	return NULL;
+}
+
+/* Wait until the report faults on the missing page. */
+static void wait_fault(struct __test_metadata *_metadata, int uffd)
+{
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	ASSERT_EQ(1, poll(&pfd, 1, COMPLETES_MS));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+}
+
+/* Fill the missing page @buf: the report goes on. */
+static void fill_page(struct __test_metadata *_metadata, int uffd, void *buf)
+{
+	struct uffdio_copy copy = {};
+	void *zeros = calloc(1, getpagesize());
+
+	ASSERT_NE(NULL, zeros);
+	copy.dst = (uintptr_t)buf;
+	copy.src = (uintptr_t)zeros;
+	copy.len = getpagesize();
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	free(zeros);
+}
+
+TEST_F(report_window, readiness_during_the_report)
+{
+	struct report r = { .epfd = self->epfd, .buf = self->buf };
+	struct epoll_event ev = {};
+	pthread_t thread;
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 EPOLLIN | EPOLLWAKEUP | variant->mode, 42));
+	make_ready(_metadata, self->efd);
+	ASSERT_EQ(0, pthread_create(&thread, NULL, report, &r));
+	wait_fault(_metadata, self->uffd);
+	make_ready(_metadata, self->efd);
+	fill_page(_metadata, self->uffd, self->buf);
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	ASSERT_EQ(1, r.res);
+	EXPECT_EQ(EPOLLIN, self->buf[0].events);
+	EXPECT_EQ(42, self->buf[0].data.u64);
+
+	if (variant->mode == EPOLLONESHOT) {
+		expect_not_held_up(_metadata);
+		EXPECT_EQ(0, epoll_wait(self->epfd, &ev, 1, 0));
+		return;
+	}
+	expect_held_up(_metadata);
+	ASSERT_EQ(1, epoll_wait(self->epfd, &ev, 1, 0));
+	EXPECT_EQ(EPOLLIN, ev.events);
+	EXPECT_EQ(42, ev.data.u64);
 }
 
 /*

@@ -32,7 +32,9 @@ MATRIX_CHECK_CONFIGS ?= x86_64-clang-debug i386-gcc arm-gcc x86_64-no-epoll
 MATRIX_CHECK_FLAGS ?= -q -t $(foreach c,$(MATRIX_CHECK_CONFIGS),-c $(c))
 
 # make check also runs bench/'s short correctness mode (epoll_server
-# --check) in the guest; make check BENCH_CHECK= leaves it out.
+# --check, epoll_oneshot_window --check) in the guest; make check
+# BENCH_CHECK= leaves it out. Its short mode of mutation testing is the
+# mutate-sample stage.
 check: BENCH_CHECK = 1
 
 # The guest: its debug kernel runs the KUnit suite at boot (with
@@ -66,12 +68,14 @@ help:
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
-	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (see scripts/mutate-sweep.py -h)' \
+	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant) or proof (the rest)' \
+	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (default: the layer'"'"'s)' \
+	  '  SAMPLE        make check: mutants in the KUnit sample of the mutate-sample stage (default: 12)' \
 	  '  GUEST_PANIC   make mutate: 0 lets the guest go on after a kernel report, for the tests to see it (default: 1)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \
 	  '  SEED          make stress: EPOLL_STRESS_SEED, to replay a run' \
 	  '  KCSAN=1       make stress: a KCSAN kernel (built in out/kcsan) instead of KASAN' \
-	  '  BENCH_CHECK   1: epoll_server --check (disable, userspace) in the -m64 kselftests (make check: 1, else empty)' \
+	  '  BENCH_CHECK   1: bench/'"'"'s --check runs in the -m64 kselftests (make check: 1, else empty)' \
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
@@ -92,6 +96,7 @@ check:
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
+	$(STAGE) -k mutate-sample $(S)/run-mutate.sh sample
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux

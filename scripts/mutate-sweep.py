@@ -33,6 +33,9 @@
                   selftests/), and of the posted kselftests alone over
                   the user-visible mutants; then why each mutant the
                   posted tests leave alive survives.
+  sample          make check's short mode: KUnit on SAMPLE (default 12)
+                  mutants spread over mutants/results.tsv; each must get
+                  its recorded verdict.
   seed            writes the two result files back from the committed
                   mutants/results.tsv, when $MUT_OUT has none (a new
                   machine): 'kunit' and 'guest' then run only what is
@@ -648,6 +651,35 @@ def guest_killer(k):
     return ":" in k or k in ("crash-or-hang", "guest-no-result")
 
 
+def cmd_sample(ids):
+    """make check's short mode: KUnit on SAMPLE mutants spread over
+    mutants/results.tsv (killed and survived alike), each of which must
+    get the verdict recorded there, and mutant 0 none."""
+    n = int(os.environ.get("SAMPLE", "12"))
+    rows = [r for r in read_results(RESULTS) if "kunit" in r[7]]
+    if not rows:
+        sys.exit(f"mutate-sweep: no KUnit verdicts in {RESULTS}")
+    sample = rows[::max(1, len(rows) // n)][:n]
+    k, _, cases = kunit_one(0)
+    if k:
+        sys.exit(f"mutate-sweep: mutant 0 (no mutation) fails KUnit: {k}")
+    wrong = []
+    for r in sample:
+        rec = [x for x in r[4].split(",") if x and not guest_killer(x)]
+        k, secs, _ = kunit_one(int(r[0]))
+        ok = bool(k) == bool(rec)
+        log(f"{r[0]} {r[1]} {r[2]}: {'killed' if k else 'survived'}, recorded "
+            f"{'killed' if rec else 'survived'} ({secs:.1f}s){'' if ok else ' MISMATCH'}")
+        if not ok:
+            wrong.append(r[0])
+    if wrong:
+        sys.exit(f"mutate-sweep: mutants {', '.join(wrong)} no longer get their recorded "
+                 f"KUnit verdict: the series or the tests changed since mutants/results.tsv; "
+                 f"run 'make mutate'")
+    log(f"{len(sample)} sampled mutants get their recorded KUnit verdicts; mutant 0 passes "
+        f"{cases} cases")
+
+
 def cmd_seed(ids):
     if ids:
         sys.exit("mutate-sweep: seed takes no ids")
@@ -679,7 +711,7 @@ def main():
         sys.exit(0 if len(sys.argv) > 1 else 1)
     ids = [int(x) for x in sys.argv[2:]]
     {"kunit": cmd_kunit, "guest": cmd_guest, "report": cmd_report,
-     "seed": cmd_seed}[sys.argv[1]](ids)
+     "seed": cmd_seed, "sample": cmd_sample}[sys.argv[1]](ids)
 
 
 if __name__ == "__main__":

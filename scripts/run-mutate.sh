@@ -7,7 +7,10 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly MUT_OUT="$OUT_DIR/mut"
+# The mutation tree and its builds; make check's sample has its own, and
+# writes the list of mutants there, not to mutants/.
+MUT_OUT="$OUT_DIR/mut"
+GEN_OUT="$REPO_DIR/mutants/generated.tsv"
 readonly GEN="$REPO_DIR/mutants/generated.tsv"
 readonly UNCOMPILABLE="$REPO_DIR/mutants/uncompilable"
 readonly KUNITCONFIG="fs/tests/.kunitconfig"
@@ -16,7 +19,7 @@ readonly NEW_TESTS="$REPO_DIR/new-tests"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] [--check | prepare | prepare-kunit | kunit [ID...] | guest [ID...] | report | seed | all]
+Usage: ${0##*/} [-h] [--check | sample | prepare | prepare-kunit | kunit [ID...] | guest [ID...] | report | seed | all]
 
 prepare  check out the series in $MUT_OUT/linux (a worktree of
          $WORKTREE), apply new-tests/*.patch, switch every mutant of
@@ -36,6 +39,10 @@ seed     on a machine without $MUT_OUT/kunit.tsv and guest-posted.tsv, write the
          from mutants/results.tsv, so that kunit and guest re-run only
          the IDs given and report keeps the recorded verdicts
 all      prepare, kunit, guest (posted, then proof), report (make mutate)
+sample   make check's short mode: the mutant tree and its UML KUnit kernel
+         in $OUT_DIR/mut-check, then KUnit on SAMPLE (default 12)
+         mutants spread over mutants/results.tsv, each of which must get
+         its recorded verdict
 
 --check, without building anything (make check runs it): new-tests/
 applies to the series; the generator still applies to the series and
@@ -82,7 +89,7 @@ prepare_kunit() {
 	cp "$OUT_DIR/base-commit" "$SERIES_APPLIED_FILE" "$MUT_OUT/"
 	apply_new_tests "$MUT_OUT/linux"
 	mkdir -p "$MUT_OUT/build"
-	"$REPO_DIR/scripts/mutate.py" "$MUT_OUT/linux" --apply --tsv "$GEN" \
+	"$REPO_DIR/scripts/mutate.py" "$MUT_OUT/linux" --apply --tsv "$GEN_OUT" \
 		--exclude "$(excluded)"
 	(cd "$MUT_OUT/linux" && with_timeout 3000 kunit.py \
 		./tools/testing/kunit/kunit.py build --kunitconfig="$KUNITCONFIG" \
@@ -110,6 +117,13 @@ main() {
 	prepare) need_worktree; prepare ;;
 	prepare-kunit) need_worktree; prepare_kunit ;;
 	kunit|guest|report|seed) shift || true; exec "$REPO_DIR/scripts/mutate-sweep.py" "$cmd" "$@" ;;
+	sample)
+		need_worktree
+		MUT_OUT="$OUT_DIR/mut-check"
+		GEN_OUT="$MUT_OUT/generated.tsv"
+		mkdir -p "$MUT_OUT"
+		prepare_kunit
+		MUT_OUT="$MUT_OUT" exec "$REPO_DIR/scripts/mutate-sweep.py" sample ;;
 	all)
 		need_worktree
 		prepare

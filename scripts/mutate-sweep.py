@@ -91,6 +91,10 @@ LAYER_DEFAULTS = {
               "epoll_proof_stress_test", "epoll_stress.seconds=5"),
 }[LAYER]
 GUEST_TSV = os.path.join(MUT, os.environ.get("GUEST_RESULTS") or LAYER_DEFAULTS[0])
+# What the guest boots (the OUT_DIR of run-qemu.sh): the posted layer the
+# kernel without sanitizers (MUT/fast, config/nodebug.config), whose
+# reports would not count for it anyway; the proof layer the debug one.
+GUEST_ROOT = os.environ.get("GUEST_ROOT") or (MUT if LAYER == "proof" else os.path.join(MUT, "fast"))
 FAILFAST = os.environ.get("GUEST_FAILFAST", "1")
 TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
 TESTS = os.environ.get("GUEST_TESTS") or LAYER_DEFAULTS[1]
@@ -425,20 +429,22 @@ def merge_jobs():
 def guest_parallel(todo):
     """GUEST_JOBS guests of one CPU each side by side, each on every
     GUEST_JOBS-th mutant with a results directory of its own (MUT/job<k>,
-    sharing the builds). The tests mostly sleep (timeouts, held-up
-    reads), so several small guests finish more mutants an hour than one
-    guest of two CPUs."""
+    its guest's in job<k>/<layer>/, sharing the builds). The tests mostly
+    sleep (timeouts, held-up reads), so several small guests finish more
+    mutants an hour than one guest of two CPUs."""
     procs = []
     for k in range(JOBS):
         part = todo[k::JOBS]
         if not part:
             continue
         d = os.path.join(MUT, f"job{k}")
-        os.makedirs(d, exist_ok=True)
+        root = os.path.join(d, LAYER)
+        os.makedirs(root, exist_ok=True)
         for name in ("build", "linux"):
-            if not os.path.lexists(os.path.join(d, name)):
-                os.symlink(os.path.join(MUT, name), os.path.join(d, name))
-        env = dict(os.environ, MUT_OUT=d, GUEST_JOBS="1", QEMU_SMP="1")
+            if not os.path.lexists(os.path.join(root, name)):
+                os.symlink(os.path.realpath(os.path.join(GUEST_ROOT, name)),
+                           os.path.join(root, name))
+        env = dict(os.environ, MUT_OUT=d, GUEST_ROOT=root, GUEST_JOBS="1", QEMU_SMP="1")
         with open(os.path.join(d, "sweep.log"), "a") as out:
             procs.append(subprocess.Popen([os.path.abspath(__file__), "guest", *map(str, part)],
                                           env=env, stdout=out, stderr=out))
@@ -464,13 +470,15 @@ def cmd_guest(ids):
         guest_parallel(todo)
         log(f"guest sweep: {len(todo)} mutants, {JOBS} guests, {time.time() - t0:.0f}s")
         return
-    results = os.path.join(MUT, "results")
+    if not os.path.exists(os.path.join(GUEST_ROOT, "build", "initramfs.cpio.gz")):
+        sys.exit(f"mutate-sweep: no guest in {GUEST_ROOT}: run 'scripts/run-mutate.sh prepare'")
+    results = os.path.join(GUEST_ROOT, "results")
     t0 = time.time()
     boot = 0
     while todo:
         boot += 1
         batch = todo[:BATCH]
-        env = dict(os.environ, OUT_DIR=MUT,
+        env = dict(os.environ, OUT_DIR=GUEST_ROOT,
                    QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(300 + 120 * len(batch))),
                    QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
                                f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))} "

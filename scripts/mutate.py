@@ -550,8 +550,12 @@ def check(tree, exclude):
                         f"first {diff[:5]}): regenerate it ('scripts/mutate.py out/linux --tsv "
                         f"mutants/generated.tsv', or 'make mutate STEP=prepare'), move the old "
                         f"results aside and run the sweep again")
-    kunit_src = open(os.path.join(tree, "fs/tests/eventpoll_kunit.c")).read()
-    kcases = set(re.findall(r"KUNIT_CASE(?:_PARAM)?\(\s*(\w+)", kunit_src))
+    kcases = set()
+    for src in ("fs/tests/eventpoll_kunit.c", "fs/tests/eventpoll_proof_kunit.c"):
+        if os.path.exists(os.path.join(tree, src)):      # the proof layer may be absent
+            text = open(os.path.join(tree, src)).read()
+            kcases |= set(re.findall(r"KUNIT_CASE(?:_PARAM)?\(\s*(\w+)", text))
+            kcases |= set(re.findall(r"^\s*\.name\s*=\s*\"(\w+)\"", text, re.M))
     progs = {}
     sdir = "tools/testing/selftests/filesystems/epoll"
     added = new_test_lines()

@@ -25,7 +25,9 @@ prepare  check out the series in $MUT_OUT/linux (a worktree of
          $WORKTREE), apply new-tests/*.patch, switch every mutant of
          scripts/mutate.py in (eventpoll.mutant=N selects one, 0 none),
          write mutants/generated.tsv, build the UML KUnit kernel, the
-         debug guest kernel, the selftests and the initramfs there
+         debug guest kernel, the selftests and the initramfs there, and
+         in $MUT_OUT/fast the same guest without sanitizers
+         (config/nodebug.config), for the posted layer's sweep
 prepare-kunit  only the mutant tree and the UML KUnit kernel (enough
          for 'kunit')
 kunit    one UML boot per mutant (all, or the IDs given), results in
@@ -97,11 +99,23 @@ prepare_kunit() {
 		--make_options="CC=$KCC" "${KUNIT_KCONFIG_ADD[@]}")
 }
 
+# The guest of OUT_DIR @1 on the mutant tree: kernel, selftests, initramfs.
+prepare_guest() {
+	local dir=$1
+
+	OUT_DIR=$dir "$REPO_DIR/scripts/build-kernel.sh"
+	OUT_DIR=$dir "$REPO_DIR/scripts/build-selftests.sh"
+	OUT_DIR=$dir "$REPO_DIR/scripts/make-initramfs.sh"
+}
+
 prepare() {
 	prepare_kunit
-	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-kernel.sh"
-	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/build-selftests.sh"
-	OUT_DIR=$MUT_OUT "$REPO_DIR/scripts/make-initramfs.sh"
+	prepare_guest "$MUT_OUT"
+	# The posted layer's guest, without sanitizers: the same tree.
+	mkdir -p "$MUT_OUT/fast"
+	ln -sfn ../linux "$MUT_OUT/fast/linux"
+	cp "$MUT_OUT/base-commit" "$MUT_OUT/$(basename "$SERIES_APPLIED_FILE")" "$MUT_OUT/fast/"
+	DEBUG_CONFIG="$REPO_DIR/config/nodebug.config" prepare_guest "$MUT_OUT/fast"
 }
 
 main() {

@@ -50,6 +50,8 @@ layer's); GUEST_ABIS
 GUEST_APPEND, more of the guest's kernel command line (default for the
 proof layer: epoll_stress.seconds=5); GUEST_JOBS, guests of
 one CPU side by side (default 1: one guest of QEMU_SMP CPUs);
+GUEST_SHUFFLE, a seed: the mutants in a random order, so that a sweep
+stopped early has run on a random sample (report gives its interval);
 QEMU_TIMEOUT, the limit of one boot (default 300 s plus 120 s a mutant
 of the batch; one mutant's run takes 20-50 s); GUEST_STALL, seconds
 without guest output after which a boot is stopped (default 200, above
@@ -61,7 +63,9 @@ GUEST_PANIC=0 lets it report and go on.
 import glob
 import hashlib
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -103,6 +107,7 @@ BATCH = int(os.environ.get("GUEST_BATCH", "20"))
 APPEND = os.environ.get("GUEST_APPEND", LAYER_DEFAULTS[2])
 STALL = int(os.environ.get("GUEST_STALL", "200"))
 JOBS = int(os.environ.get("GUEST_JOBS") or "1")
+SHUFFLE = os.environ.get("GUEST_SHUFFLE", "")
 
 
 def log(*a):
@@ -465,6 +470,9 @@ def cmd_guest(ids):
             dead |= {m for m, (st, _) in guest_results().items() if st == "killed"}
             ids = [m for m in ids if m not in dead]
     todo = [i for i in ids if i not in done]
+    if SHUFFLE:
+        # A sweep stopped early has then run on a random sample.
+        random.Random(SHUFFLE).shuffle(todo)
     if JOBS > 1 and len(todo) > 1:
         t0 = time.time()
         guest_parallel(todo)
@@ -613,6 +621,15 @@ def cmd_report(ids):
     def killers(r):
         return [k for k in r[4].split(",") if k]
 
+    def wilson(a, b):
+        """The 95% interval of a score measured on a sample (Wilson)."""
+        if not b or b == len([r for r in live if r[0] not in invisible]):
+            return ""
+        z, p = 1.96, a / b
+        c = (p + z * z / (2 * b)) / (1 + z * z / b)
+        h = z * math.sqrt(p * (1 - p) / b + z * z / (4 * b * b)) / (1 + z * z / b)
+        return f" (a sample; 95% interval {100 * (c - h):.0f}-{100 * (c + h):.0f}%)"
+
     def pct(a, b):
         return f"{a}/{b} = {100 * a / b:.1f}%" if b else f"{a}/0"
 
@@ -626,11 +643,12 @@ def cmd_report(ids):
     vis = [r for r in live if r[0] not in invisible and r[0] in gu]
     pk = [r for r in vis if any(":" in k and layer_of(k, cases, programs) == "posted"
                                 for k in killers(r))]
-    print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}")
+    print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}"
+          f"{wilson(len(pk), len(vis))}")
     new = [r for r in vis if any(":" in k and layer_of(k, cases, programs) == "posted"
                                  and k.split(":")[0] != UPSTREAM_PROGRAM for k in killers(r))]
     print(f"  of which the programs the postings add (not {UPSTREAM_PROGRAM}): "
-          f"{pct(len(new), len(vis))}")
+          f"{pct(len(new), len(vis))}{wilson(len(new), len(vis))}")
     print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
           f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
     # Every mutant the posted tests leave alive, and why.

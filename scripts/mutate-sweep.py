@@ -552,6 +552,17 @@ def posted_programs():
     return set(m[1].replace("\\\n", " ").split()) if m else set()
 
 
+def posted_program_downed(ks):
+    """Whether the kernel crashed or hung under a posted program (a row
+    of guest-posted.tsv), rather than only reporting something."""
+    ks = set(ks)
+    if ks & {"kernel:BUG", "kernel:hung-task", "kernel:rcu-stall"}:
+        return True
+    if "kernel:crash" in ks:
+        return "kernel:WARN" not in ks      # not a panic_on_warn
+    return "crash-or-hang" in ks and not any(k.startswith("kernel:") for k in ks)
+
+
 def layer_of(killer, cases, programs):
     """posted or proof: which tests a killer belongs to. A crash, a
     timeout or a kernel report counts for the proof layer only: which
@@ -623,7 +634,7 @@ def cmd_report(ids):
 
     def wilson(a, b):
         """The 95% interval of a score measured on a sample (Wilson)."""
-        if not b or b == len([r for r in live if r[0] not in invisible]):
+        if not b or b >= len([r for r in live if r[0] not in invisible]):
             return ""
         z, p = 1.96, a / b
         c = (p + z * z / (2 * b)) / (1 + z * z / b)
@@ -638,14 +649,29 @@ def cmd_report(ids):
     print(f"{total} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(st_count.items())))
     killed = sum(r[3] == "killed" for r in live)
     print(f"posted + proof (every test): {pct(killed, len(live))} of the non-equivalent mutants")
-    posted = [r for r in live if any(layer_of(k, cases, programs) == "posted" for k in killers(r))]
+    # A guest that crashed or hung while only posted programs ran (the
+    # posted sweep) failed them: that counts for them. A report the
+    # programs themselves would not see (WARN, lockdep, ...) does not.
+    downed = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted.tsv"))
+              if posted_program_downed(r[2].split(","))}
+    posted = [r for r in live if r[0] in downed
+              or any(layer_of(k, cases, programs) == "posted" for k in killers(r))]
     print(f"posted tests (KUnit and kselftests): {pct(len(posted), len(live))}")
-    vis = [r for r in live if r[0] not in invisible and r[0] in gu]
-    pk = [r for r in vis if any(":" in k and layer_of(k, cases, programs) == "posted"
+    swept = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted.tsv"))}
+    if len(swept & {r[0] for r in live}) < len(live):
+        # Only a sample had the guest: the scores on it estimate all.
+        samp = [r for r in live if r[0] in swept]
+        print(f"on the {len(samp)} the posted guest sweep ran on: posted + proof "
+              f"{pct(sum(r[3] == 'killed' for r in samp), len(samp))}"
+              f"{wilson(sum(r[3] == 'killed' for r in samp), len(samp))}; posted tests "
+              f"{pct(sum(r in posted for r in samp), len(samp))}"
+              f"{wilson(sum(r in posted for r in samp), len(samp))}")
+    vis = [r for r in live if r[0] not in invisible and r[0] in swept]
+    pk = [r for r in vis if r[0] in downed or any(":" in k and layer_of(k, cases, programs) == "posted"
                                 for k in killers(r))]
     print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}"
           f"{wilson(len(pk), len(vis))}")
-    new = [r for r in vis if any(":" in k and layer_of(k, cases, programs) == "posted"
+    new = [r for r in vis if r[0] in downed or any(":" in k and layer_of(k, cases, programs) == "posted"
                                  and k.split(":")[0] != UPSTREAM_PROGRAM for k in killers(r))]
     print(f"  of which the programs the postings add (not {UPSTREAM_PROGRAM}): "
           f"{pct(len(new), len(vis))}{wilson(len(new), len(vis))}")

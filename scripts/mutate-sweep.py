@@ -652,29 +652,56 @@ def cmd_report(ids):
     # A guest that crashed or hung while only posted programs ran (the
     # posted sweep) failed them: that counts for them. A report the
     # programs themselves would not see (WARN, lockdep, ...) does not.
-    downed = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted.tsv"))
-              if posted_program_downed(r[2].split(","))}
+    downed = {int(r[0]) for path in glob.glob(os.path.join(MUT, "guest-posted*.tsv"))
+              for r in read_results(path) if posted_program_downed(r[2].split(","))}
     posted = [r for r in live if r[0] in downed
               or any(layer_of(k, cases, programs) == "posted" for k in killers(r))]
     print(f"posted tests (KUnit and kselftests): {pct(len(posted), len(live))}")
     swept = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted.tsv"))}
-    if len(swept & {r[0] for r in live}) < len(live):
+    samp = [r for r in live if r[0] in swept]
+    if len(samp) < len(live):
         # Only a sample had the guest: the scores on it estimate all.
-        samp = [r for r in live if r[0] in swept]
         print(f"on the {len(samp)} the posted guest sweep ran on: posted + proof "
               f"{pct(sum(r[3] == 'killed' for r in samp), len(samp))}"
               f"{wilson(sum(r[3] == 'killed' for r in samp), len(samp))}; posted tests "
               f"{pct(sum(r in posted for r in samp), len(samp))}"
               f"{wilson(sum(r in posted for r in samp), len(samp))}")
-    vis = [r for r in live if r[0] not in invisible and r[0] in swept]
-    pk = [r for r in vis if r[0] in downed or any(":" in k and layer_of(k, cases, programs) == "posted"
-                                for k in killers(r))]
+
+    def by_program(r, progs):
+        return r[0] in downed or any(":" in k and k.split(":")[0] in progs for k in killers(r))
+
+    def scaled(what, base, rest, ran, killed):
+        """A later sweep ran on a random part (ran) of the mutants the
+        earlier ones left (rest): scale its kill rate to all of rest."""
+        if not ran or len(ran) >= len(rest):
+            return
+        k = sum(map(killed, ran))
+        z, p = 1.96, k / len(ran)
+        c = (p + z * z / (2 * len(ran))) / (1 + z * z / len(ran))
+        h = z * math.sqrt(p * (1 - p) / len(ran) + z * z / (4 * len(ran) ** 2)) / (1 + z * z / len(ran))
+        est = lambda q: 100 * (len(base) - len(rest) + q * len(rest)) / len(base)
+        print(f"{what}, estimated: {len(ran)} of the {len(rest)} left (a random part) run, "
+              f"{k} killed: {est(p):.1f}% of {len(base)} (95% interval "
+              f"{est(c - h):.0f}-{est(c + h):.0f}%)")
+
+    new_programs = programs - {UPSTREAM_PROGRAM}
+    vis = [r for r in samp if r[0] not in invisible]
+    new = [r for r in vis if by_program(r, new_programs)]
+    pk = [r for r in vis if by_program(r, programs)]
     print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}"
           f"{wilson(len(pk), len(vis))}")
-    new = [r for r in vis if r[0] in downed or any(":" in k and layer_of(k, cases, programs) == "posted"
-                                 and k.split(":")[0] != UPSTREAM_PROGRAM for k in killers(r))]
     print(f"  of which the programs the postings add (not {UPSTREAM_PROGRAM}): "
           f"{pct(len(new), len(vis))}{wilson(len(new), len(vis))}")
+    # Upstream's program, and the proof guest, may have run on a random
+    # part of what the programs the postings add left.
+    upstream = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted-upstream.tsv"))}
+    rest = [r for r in vis if r not in new]
+    scaled("posted kselftests alone with " + UPSTREAM_PROGRAM, vis, rest,
+           [r for r in rest if r[0] in upstream], lambda r: by_program(r, programs))
+    proofed = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-proof.tsv"))}
+    rest = [r for r in samp if not ku.get(r[0]) and not by_program(r, new_programs)]
+    scaled("posted + proof", samp, rest, [r for r in rest if r[0] in proofed],
+           lambda r: r[3] == "killed")
     print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
           f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
     # Every mutant the posted tests leave alive, and why.
@@ -683,6 +710,8 @@ def cmd_report(ids):
     for r in rows:
         if r[3] not in ("killed", "survived", "equivalent") or r[0] in posted_ids:
             continue
+        if r[3] != "equivalent" and r[0] not in swept:
+            continue        # the posted programs did not run on it
         if r[3] == "killed":
             c = "killed by the proof layer"
         elif r[3] == "equivalent":
@@ -694,7 +723,9 @@ def cmd_report(ids):
         else:
             c = "UNCLASSIFIED"
         why.setdefault(c, []).append(r[0])
-    print(f"survivors of the posted tests: {sum(len(v) for v in why.values())}")
+    print(f"survivors of the posted tests: {sum(len(v) for v in why.values())}"
+          + (f" (of the {len(samp)} the posted guest ran on, and the equivalent)"
+             if len(samp) < len(live) else ""))
     for c, ids in sorted(why.items()):
         more = f": {' '.join(map(str, ids[:30]))}{' ...' if len(ids) > 30 else ''}" \
             if c == "UNCLASSIFIED" else ""

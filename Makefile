@@ -70,6 +70,7 @@ help:
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant) or proof (the rest)' \
 	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (default: the layer'"'"'s)' \
+	  '  GUEST_SHUFFLE make mutate: a seed; the guest sweep in random order, so that a stopped one is a sample' \
 	  '  SAMPLE        make check: mutants in the KUnit sample of the mutate-sample stage (default: 12)' \
 	  '  GUEST_PANIC   make mutate: 0 lets the guest go on after a kernel report, for the tests to see it (default: 1)' \
 	  '  DURATION      make stress: seconds of stress per ABI (default: 450)' \

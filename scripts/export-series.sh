@@ -37,7 +37,7 @@ are the proof layer; they must all come after the postings' commits.
                     tools/testing/selftests/filesystems/epoll/, as the
                     last posting leaves them
   proof/kunit/, proof/selftests/   the same for the files the proof layer
-                    adds or changes, as HEAD has them
+                    adds, as HEAD has them
 
 Nothing is added to the commits: sign off when you commit
 ('git commit -s'), so that the result depends on the commits only.
@@ -144,7 +144,7 @@ cover_letter() {
 # Mirror into $1 the files under the paths of MIRRORS that commits
 # $2..$3 add or change, as $3 has them; $4 is the mirror's parent dir.
 mirror() {
-	local dest=$1 from=$2 to=$3 spec path dir f
+	local dest=$1 from=$2 to=$3 filter=${4:-AM} spec path dir f
 
 	for spec in "${MIRRORS[@]}"; do
 		path=${spec%%:*}
@@ -153,7 +153,7 @@ mirror() {
 		while read -r f; do
 			mkdir -p "$dir"
 			git -C "$WORKTREE" show "$to:$f" > "$dir/${f##*/}"
-		done < <(git -C "$WORKTREE" diff --name-only --diff-filter=AM "$from" "$to" -- "$path")
+		done < <(git -C "$WORKTREE" diff --name-only --diff-filter="$filter" "$from" "$to" -- "$path")
 	done
 }
 
@@ -222,7 +222,9 @@ main() {
 			cat "$tmp/proof/series.list"
 		} > "$dest/proof/series.new"
 		mv "$dest/proof/series.new" "$dest/proof/series"
-		mirror "$dest/proof" "$top" HEAD
+		# Only what the layer adds: its changes to the postings' files
+		# are in its patches, and a second copy of those would drift.
+		mirror "$dest/proof" "$top" HEAD A
 	fi
 	# Exported: the commits are in patches/ now, 'make tree' may reset them.
 	[ "$dest" != "$REPO_DIR" ] || record_head

@@ -552,6 +552,14 @@ def posted_programs():
     return set(m[1].replace("\\\n", " ").split()) if m else set()
 
 
+def wilson_interval(k, n):
+    """The 95% Wilson interval of k successes in n random draws."""
+    z, p = 1.96, k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return c - h, c + h
+
+
 def posted_program_downed(ks):
     """Whether the kernel crashed or hung under a posted program (a row
     of guest-posted.tsv), rather than only reporting something."""
@@ -636,10 +644,8 @@ def cmd_report(ids):
         """The 95% interval of a score measured on a sample (Wilson)."""
         if not b or b >= len([r for r in live if r[0] not in invisible]):
             return ""
-        z, p = 1.96, a / b
-        c = (p + z * z / (2 * b)) / (1 + z * z / b)
-        h = z * math.sqrt(p * (1 - p) / b + z * z / (4 * b * b)) / (1 + z * z / b)
-        return f" (a sample; 95% interval {100 * (c - h):.0f}-{100 * (c + h):.0f}%)"
+        lo, hi = wilson_interval(a, b)
+        return f" (a sample; 95% interval {100 * lo:.0f}-{100 * hi:.0f}%)"
 
     def pct(a, b):
         return f"{a}/{b} = {100 * a / b:.1f}%" if b else f"{a}/0"
@@ -676,13 +682,11 @@ def cmd_report(ids):
         if not ran or len(ran) >= len(rest):
             return
         k = sum(map(killed, ran))
-        z, p = 1.96, k / len(ran)
-        c = (p + z * z / (2 * len(ran))) / (1 + z * z / len(ran))
-        h = z * math.sqrt(p * (1 - p) / len(ran) + z * z / (4 * len(ran) ** 2)) / (1 + z * z / len(ran))
+        lo, hi = wilson_interval(k, len(ran))
         est = lambda q: 100 * (len(base) - len(rest) + q * len(rest)) / len(base)
         print(f"{what}, estimated: {len(ran)} of the {len(rest)} left (a random part) run, "
-              f"{k} killed: {est(p):.1f}% of {len(base)} (95% interval "
-              f"{est(c - h):.0f}-{est(c + h):.0f}%)")
+              f"{k} killed: {est(k / len(ran)):.1f}% of {len(base)} (95% interval "
+              f"{est(lo):.0f}-{est(hi):.0f}%)")
 
     new_programs = programs - {UPSTREAM_PROGRAM}
     vis = [r for r in samp if r[0] not in invisible]

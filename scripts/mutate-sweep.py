@@ -25,7 +25,7 @@
                   at its first failure or skip (epoll.failfast=1).
   report          merges mutants/generated.tsv, the result files
                   (kunit.tsv and every guest*.tsv), mutants/equivalent.tsv,
-                  invisible.tsv and undocumented.tsv into
+                  invisible.tsv, undocumented.tsv and race-only.tsv into
                   mutants/results.tsv and prints the scores: of every test
                   (posted and proof), of the posted tests (a killer counts
                   as posted when it is a case of the posted KUnit suite,
@@ -80,6 +80,7 @@ GEN = os.path.join(REPO, "mutants", "generated.tsv")
 EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE = os.path.join(REPO, "mutants", "invisible.tsv")
 UNDOCUMENTED = os.path.join(REPO, "mutants", "undocumented.tsv")
+RACE_ONLY = os.path.join(REPO, "mutants", "race-only.tsv")
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
 # Two guest sweeps (GUEST_LAYER), each with its result file: the posted
@@ -605,6 +606,7 @@ def cmd_report(ids):
     equiv = equivalents(gen)
     invisible = equivalents(gen, INVISIBLE)
     undocumented = equivalents(gen, UNDOCUMENTED)
+    race_only = equivalents(gen, RACE_ONLY)
     ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
     gu = guest_results()
     cases, programs = posted_kunit_cases(), posted_programs()
@@ -629,6 +631,8 @@ def cmd_report(ids):
             note = "not user-visible: " + invisible[mid]
         elif st in ("survived", "killed") and mid in undocumented:
             note = "no documented behaviour: " + undocumented[mid]
+        elif st in ("survived", "killed") and mid in race_only:
+            note = "only through a race or a fault: " + race_only[mid]
         rows.append((mid, g[2], g[4], st, ",".join((kk or []) + gk), g[1], g[3], ran or "none", note))
         st_count[st] = st_count.get(st, 0) + 1
     with open(RESULTS, "w") as f:
@@ -724,6 +728,8 @@ def cmd_report(ids):
             c = "no effect user space can see (mutants/invisible.tsv)"
         elif r[0] in undocumented:
             c = "no documented behaviour covers it (mutants/undocumented.tsv)"
+        elif r[0] in race_only:
+            c = "visible only through a race or a fault (mutants/race-only.tsv)"
         else:
             c = "UNCLASSIFIED"
         why.setdefault(c, []).append(r[0])

@@ -566,7 +566,7 @@ def check(tree, exclude):
         problems.append("mutants/results.tsv was made for another mutants/generated.tsv: its results "
                         "are not of these mutants; run 'scripts/mutate-sweep.py report' (results "
                         "of an older series belong in mutants/<version>/)")
-    for path in (EQUIV_TSV, INVISIBLE_TSV, UNDOCUMENTED_TSV):
+    for path in (EQUIV_TSV, INVISIBLE_TSV, UNDOCUMENTED_TSV, RACE_ONLY_TSV):
         for r in read_tsv(path):
             g = old.get(int(r[0]))
             if g is None or (g[2], g[4], g[5]) != tuple(r[1:4]):
@@ -626,6 +626,7 @@ RESULTS_TSV = os.path.join(REPO, "mutants", "results.tsv")
 EQUIV_TSV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE_TSV = os.path.join(REPO, "mutants", "invisible.tsv")
 UNDOCUMENTED_TSV = os.path.join(REPO, "mutants", "undocumented.tsv")
+RACE_ONLY_TSV = os.path.join(REPO, "mutants", "race-only.tsv")
 NEW_TESTS = os.path.join(REPO, "new-tests")
 
 

@@ -260,6 +260,21 @@ TEST_F(disable, event_argument_must_be_null)
 	EXPECT_EQ(0, ctl_disable(self->epfd, self->efd));
 }
 
+/*
+ * The reserved argument is EPOLL_CTL_DISABLE's alone: EPOLL_CTL_DEL still
+ * ignores its event (epoll_ctl(2), BUGS: "event can be specified as NULL
+ * when using EPOLL_CTL_DEL").
+ */
+TEST_F(disable, del_still_ignores_its_event_argument)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 EPOLLIN | EPOLLONESHOT, 1));
+	EXPECT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_DEL, self->efd, &ev));
+	EXPECT_EQ(-ENOENT, ctl_disable(self->epfd, self->efd));
+}
+
 /* "otherwise as epoll_ctl() does": epoll_ctl(2), ERRORS. */
 TEST_F(disable, fd_not_registered_fails_with_enoent)
 {

@@ -277,12 +277,13 @@ static inline int uring_epoll_wait(struct io_uring *ring, int epfd,
 
 /*
  * Wait up to @timeout_ms for a completion and consume it: returns 1 with
- * its result in @res, 0 if none came, or a negative errno.
+ * a copy of it in @cqe, 0 if none came, or a negative errno.
  */
-static inline int uring_reap(struct io_uring *ring, int timeout_ms, int *res)
+static inline int uring_reap_cqe(struct io_uring *ring, int timeout_ms,
+				 struct io_uring_cqe *cqe)
 {
 	struct pollfd pfd = { .fd = ring->ring_fd, .events = POLLIN };
-	struct io_uring_cqe *cqe;
+	struct io_uring_cqe *next;
 	int ret;
 
 	do {
@@ -290,12 +291,23 @@ static inline int uring_reap(struct io_uring *ring, int timeout_ms, int *res)
 	} while (ret < 0 && errno == EINTR);
 	if (ret <= 0)
 		return ret < 0 ? -errno : 0;
-	ret = io_uring_wait_cqe(ring, &cqe);
+	ret = io_uring_wait_cqe(ring, &next);
 	if (ret)
 		return ret;
-	*res = cqe->res;
+	*cqe = *next;
 	io_uring_cqe_seen(ring);
 	return 1;
+}
+
+/* uring_reap_cqe(), for the result of the completion only, in @res. */
+static inline int uring_reap(struct io_uring *ring, int timeout_ms, int *res)
+{
+	struct io_uring_cqe cqe;
+	int ret = uring_reap_cqe(ring, timeout_ms, &cqe);
+
+	if (ret == 1)
+		*res = cqe.res;
+	return ret;
 }
 
 /* Submit what was prepared and wait up to 10 s for one result: 0 or -errno. */

@@ -12,8 +12,8 @@
  * what /proc/self/fdinfo shows (proc_pid_fdinfo(5)).
  * Documentation/userspace-api/epoll.rst states the rest: the flag's fate
  * in a user namespace, edge-triggered and one-shot items, readiness that
- * comes during a report, a faulting copy, and IORING_OP_EPOLL_CTL and
- * IORING_OP_EPOLL_WAIT.
+ * comes during a report, a faulting copy, EFAULT from epoll_ctl(), and
+ * IORING_OP_EPOLL_CTL and IORING_OP_EPOLL_WAIT.
  *
  * Each test names the sentence it checks. Every test restores the
  * capabilities it drops in its teardown; none changes anything outside
@@ -258,6 +258,238 @@ TEST_F(cap_dropped, add_and_mod_ignore_only_epollwakeup)
 	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
 		  stored_events(_metadata, self->env.epfd, early));
 	close(early);
+}
+
+/*
+ * epoll_ctl(2), ERRORS: each condition listed there fails with its errno,
+ * whether EPOLLWAKEUP is then kept or ignored, and changes nothing;
+ * epoll.rst adds EFAULT when the event cannot be read. EPOLLWAKEUP is one
+ * of the flags EPOLLEXCLUSIVE may be combined with (epoll_ctl(2),
+ * EPOLLEXCLUSIVE). Each call below meets exactly one of the conditions.
+ */
+FIXTURE(ctl_errors) {
+	struct env env;
+};
+
+FIXTURE_VARIANT(ctl_errors) {
+	bool cap;		/* CAP_BLOCK_SUSPEND kept */
+};
+
+FIXTURE_VARIANT_ADD(ctl_errors, with_cap_block_suspend) {
+	.cap = true,
+};
+
+FIXTURE_VARIANT_ADD(ctl_errors, without_cap_block_suspend) {
+	.cap = false,
+};
+
+FIXTURE_SETUP(ctl_errors)
+{
+	env_setup(_metadata, &self->env);
+	if (!variant->cap)
+		drop_cap(_metadata, self->env.saved_caps, CAP_BLOCK_SUSPEND);
+}
+
+FIXTURE_TEARDOWN(ctl_errors)
+{
+	env_teardown(_metadata, &self->env);
+}
+
+/* epoll_ctl() of an EPOLLIN | EPOLLWAKEUP event: 0 or the errno. */
+static int ctl_errno(int epfd, int op, int fd, uint32_t events)
+{
+	return ctl(epfd, op, fd, events | EPOLLIN | EPOLLWAKEUP, 0) ? errno : 0;
+}
+
+TEST_F(ctl_errors, each_condition_fails_with_its_errno)
+{
+	uint32_t kept = variant->cap && wakeup_count_supported() ?
+		EPOLLWAKEUP : 0;
+	int epfd = self->env.epfd, efd = self->env.efd;
+	int closed, other, dir, inner;
+	uint32_t events;
+	void *unreadable;
+
+	other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, dir);
+	inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, inner);
+	closed = dup(efd);	/* the last fd opened, so it stays free */
+	ASSERT_LE(0, closed);
+	close(closed);
+	unreadable = mmap(NULL, getpagesize(), PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(unreadable != MAP_FAILED);
+	ASSERT_EQ(0, ctl_errno(epfd, EPOLL_CTL_ADD, efd, 0));
+
+	EXPECT_EQ(EBADF, ctl_errno(epfd, EPOLL_CTL_ADD, closed, 0));
+	EXPECT_EQ(EBADF, ctl_errno(closed, EPOLL_CTL_ADD, other, 0));
+	EXPECT_EQ(EEXIST, ctl_errno(epfd, EPOLL_CTL_ADD, efd, 0));
+	EXPECT_EQ(EINVAL, ctl_errno(efd, EPOLL_CTL_ADD, other, 0))
+		TH_LOG("epfd is not an epoll fd");
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, EPOLL_CTL_ADD, epfd, 0))
+		TH_LOG("fd is epfd");
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, 0, other, 0))
+		TH_LOG("op 0 is not an operation");
+	EXPECT_EQ(ENOENT, ctl_errno(epfd, EPOLL_CTL_MOD, other, 0));
+	EXPECT_EQ(ENOENT, ctl_errno(epfd, EPOLL_CTL_DEL, other, 0));
+	EXPECT_EQ(EPERM, ctl_errno(epfd, EPOLL_CTL_ADD, dir, 0))
+		TH_LOG("a directory does not support epoll");
+	EXPECT_EQ(0, ctl_errno(epfd, EPOLL_CTL_ADD, inner, 0));
+	EXPECT_EQ(ELOOP, ctl_errno(inner, EPOLL_CTL_ADD, epfd, 0))
+		TH_LOG("two epoll instances would watch each other");
+	EXPECT_EQ(-1, epoll_ctl(epfd, EPOLL_CTL_ADD, other, unreadable));
+	EXPECT_EQ(EFAULT, errno);
+
+	EXPECT_EQ(EPOLLIN | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, epfd, efd));
+	EXPECT_EQ(-ENOENT, fdinfo_events(epfd, other, &events))
+		TH_LOG("a failed ADD added fd %d", other);
+	EXPECT_EQ(-ENOENT, fdinfo_events(inner, epfd, &events))
+		TH_LOG("a failed ADD added the epoll fd");
+
+	munmap(unreadable, getpagesize());
+	close(inner);
+	close(dir);
+	close(other);
+}
+
+TEST_F(ctl_errors, epollexclusive_takes_epollwakeup)
+{
+	uint32_t kept = variant->cap && wakeup_count_supported() ?
+		EPOLLWAKEUP : 0;
+	int epfd = self->env.epfd, efd = self->env.efd;
+	int other, inner;
+
+	other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	inner = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, inner);
+	ASSERT_EQ(0, ctl_errno(epfd, EPOLL_CTL_ADD, other, 0));
+
+	EXPECT_EQ(0, ctl_errno(epfd, EPOLL_CTL_ADD, efd,
+			       EPOLLEXCLUSIVE | EPOLLOUT | EPOLLET | ALWAYS_POLLED));
+	EXPECT_EQ(EPOLLEXCLUSIVE | EPOLLIN | EPOLLOUT | EPOLLET | ALWAYS_POLLED |
+		  kept, stored_events(_metadata, epfd, efd));
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, EPOLL_CTL_MOD, efd, 0))
+		TH_LOG("MOD of an item added with EPOLLEXCLUSIVE");
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, EPOLL_CTL_MOD, other, EPOLLEXCLUSIVE))
+		TH_LOG("MOD with EPOLLEXCLUSIVE");
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, EPOLL_CTL_ADD, inner, EPOLLEXCLUSIVE))
+		TH_LOG("EPOLLEXCLUSIVE on an epoll fd");
+	EXPECT_EQ(0, ctl_errno(epfd, EPOLL_CTL_DEL, efd, 0));
+	EXPECT_EQ(EINVAL, ctl_errno(epfd, EPOLL_CTL_ADD, efd,
+				    EPOLLEXCLUSIVE | EPOLLONESHOT))
+		TH_LOG("EPOLLONESHOT with EPOLLEXCLUSIVE");
+
+	EXPECT_EQ(EPOLLIN | ALWAYS_POLLED | kept,
+		  stored_events(_metadata, epfd, other));
+	close(inner);
+	close(other);
+}
+
+/*
+ * epoll_ctl(2), ELOOP: "... or a nesting depth of epoll instances greater
+ * than 5". A chain of instances built from the bottom up fails with ELOOP
+ * by the time it would be six deep.
+ */
+TEST_F(ctl_errors, deep_nesting_fails_with_eloop)
+{
+	int ep[6], i, err = 0;
+
+	for (i = 0; i < 6; i++) {
+		ep[i] = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, ep[i]);
+	}
+	ASSERT_EQ(0, ctl_errno(ep[1], EPOLL_CTL_ADD, ep[0], 0));
+	for (i = 2; i < 6 && !err; i++)
+		err = ctl_errno(ep[i], EPOLL_CTL_ADD, ep[i - 1], 0);
+	EXPECT_EQ(ELOOP, err) TH_LOG("a chain %d instances deep was made", i);
+	for (i = 0; i < 6; i++)
+		close(ep[i]);
+}
+
+/*
+ * epoll_wait(2): the call "blocks until ... a file descriptor delivers an
+ * event". An ADD of a ready file, and a MOD that arms a ready one-shot
+ * item again, deliver one to a thread already blocked in epoll_wait().
+ */
+struct waiter {
+	int epfd;
+	pid_t tid;		/* set by the waiter before it blocks */
+	int res;
+	struct epoll_event ev;
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+
+	__atomic_store_n(&w->tid, syscall(__NR_gettid), __ATOMIC_RELEASE);
+	w->res = epoll_wait(w->epfd, &w->ev, 1, COMPLETES_MS);
+	return NULL;
+}
+
+/* Whether thread @tid of this process is asleep ("S" in its stat). */
+static bool task_sleeping(pid_t tid)
+{
+	char path[64], stat[512], *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	stat[n] = '\0';
+	end = strrchr(stat, ')');
+	return end && end[1] == ' ' && end[2] == 'S';
+}
+
+/* Start a waiter on @w->epfd; return once it has gone to sleep. */
+static void start_waiter(struct __test_metadata *_metadata, struct waiter *w,
+			 pthread_t *thread)
+{
+	pid_t tid;
+	int ms;
+
+	w->tid = 0;
+	w->res = -1;
+	ASSERT_EQ(0, pthread_create(thread, NULL, waiter_run, w));
+	for (ms = 0; ms < COMPLETES_MS; ms++) {
+		tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+		if (tid && task_sleeping(tid))
+			return;
+		usleep(1000);
+	}
+	TH_LOG("the waiting thread did not block");
+}
+
+TEST_F(ep, ready_item_added_or_rearmed_wakes_a_blocked_waiter)
+{
+	const uint32_t events = EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP;
+	struct waiter w = { .epfd = self->env.epfd };
+	pthread_t thread;
+
+	make_ready(_metadata, self->env.efd);
+	start_waiter(_metadata, &w, &thread);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, events, 1));
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	EXPECT_EQ(1, w.res) TH_LOG("ADD of a ready file");
+	EXPECT_EQ(1, w.ev.data.u64);
+
+	/* Reported, so disarmed; the eventfd is still readable. */
+	start_waiter(_metadata, &w, &thread);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_MOD, self->env.efd, events, 2));
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	EXPECT_EQ(1, w.res) TH_LOG("MOD arming a ready one-shot item");
+	EXPECT_EQ(2, w.ev.data.u64);
 }
 
 /*
@@ -664,7 +896,7 @@ FIXTURE_SETUP(report_window)
 	ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_API, &api));
 	self->buf = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->buf);
+	ASSERT_TRUE(self->buf != MAP_FAILED);
 	reg.range.start = (uintptr_t)self->buf;
 	reg.range.len = getpagesize();
 	ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_REGISTER, &reg));
@@ -716,7 +948,7 @@ static void fill_page(struct __test_metadata *_metadata, int uffd, void *buf)
 	struct uffdio_copy copy = {};
 	void *zeros = calloc(1, getpagesize());
 
-	ASSERT_NE(NULL, zeros);
+	ASSERT_NE(0, (uintptr_t)zeros);
 	copy.dst = (uintptr_t)buf;
 	copy.src = (uintptr_t)zeros;
 	copy.len = getpagesize();
@@ -885,21 +1117,15 @@ TEST_F(uring_ctl, epollwakeup_follows_the_request_credentials)
 		  stored_events(_metadata, self->epfd, self->efd));
 }
 
-/*
- * IORING_OP_EPOLL_WAIT (io_uring_enter(2)) takes the epoll fd in fd, the
- * buffer in addr and maxevents in len, and fails as epoll_wait(2) does:
- * EINVAL when maxevents is not positive or fd is not an epoll fd; fields
- * it does not use must be zero. With nothing to report, the request
- * stays pending until an event is ready.
- */
-FIXTURE(uring_wait) {
+/* A ring, and an epoll fd watching an eventfd (EPOLLIN, data 7). */
+FIXTURE(uring) {
 	int epfd;
 	int efd;
 	struct io_uring ring;
 	bool has_ring;
 };
 
-FIXTURE_SETUP(uring_wait)
+FIXTURE_SETUP(uring)
 {
 	const char *why;
 
@@ -913,7 +1139,7 @@ FIXTURE_SETUP(uring_wait)
 	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd, EPOLLIN, 7));
 }
 
-FIXTURE_TEARDOWN(uring_wait)
+FIXTURE_TEARDOWN(uring)
 {
 	close(self->efd);
 	close(self->epfd);
@@ -921,7 +1147,14 @@ FIXTURE_TEARDOWN(uring_wait)
 		io_uring_queue_exit(&self->ring);
 }
 
-TEST_F(uring_wait, bad_arguments_fail_with_einval)
+/*
+ * IORING_OP_EPOLL_WAIT (io_uring_enter(2)) takes the epoll fd in fd, the
+ * buffer in addr and maxevents in len, and fails as epoll_wait(2) does:
+ * EINVAL when maxevents is not positive or fd is not an epoll fd; fields
+ * it does not use must be zero. With nothing to report, the request
+ * stays pending until an event is ready.
+ */
+TEST_F(uring, epoll_wait_bad_arguments_fail_with_einval)
 {
 	struct epoll_event ev;
 	int res = 0;
@@ -951,7 +1184,7 @@ TEST_F(uring_wait, bad_arguments_fail_with_einval)
 	EXPECT_EQ(7, ev.data.u64);
 }
 
-TEST_F(uring_wait, request_waits_for_an_event)
+TEST_F(uring, epoll_wait_waits_for_an_event)
 {
 	struct epoll_event ev = {};
 	int res = 0;
@@ -965,6 +1198,113 @@ TEST_F(uring_wait, request_waits_for_an_event)
 	ASSERT_EQ(1, uring_reap(&self->ring, 10000, &res));
 	EXPECT_EQ(1, res);
 	EXPECT_EQ(EPOLLIN, ev.events);
+	EXPECT_EQ(7, ev.data.u64);
+}
+
+/*
+ * io_uring_enter(2): IORING_OP_EPOLL_CTL fails as epoll_ctl(2) does, and
+ * epoll.rst adds EINVAL for a field of the SQE it does not use. A request
+ * that fails cancels the rest of its IOSQE_IO_LINK chain with ECANCELED,
+ * one that succeeds does not; the epoll requests are no exception.
+ */
+/* IORING_OP_EPOLL_CTL ADD of @fd in @epfd with @event: the result. */
+static int uring_add(struct __test_metadata *_metadata, struct io_uring *ring,
+		     int epfd, int fd, struct epoll_event *event)
+{
+	int res = 0;
+
+	EXPECT_EQ(0, uring_epoll_ctl(ring, epfd, EPOLL_CTL_ADD, fd, event, 0, 0));
+	EXPECT_EQ(0, uring_run(ring, &res));
+	return res;
+}
+
+TEST_F(uring, epoll_ctl_fails_as_the_system_call_does)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLWAKEUP };
+	int closed, other, res = 0;
+	uint32_t events;
+	void *unreadable;
+
+	other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	closed = dup(self->efd);	/* the last fd opened, so it stays free */
+	ASSERT_LE(0, closed);
+	close(closed);
+	unreadable = mmap(NULL, getpagesize(), PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(unreadable != MAP_FAILED);
+
+	EXPECT_EQ(-EBADF, uring_add(_metadata, &self->ring, self->epfd, closed, &ev));
+	EXPECT_EQ(-EBADF, uring_add(_metadata, &self->ring, closed, other, &ev));
+	EXPECT_EQ(-EEXIST, uring_add(_metadata, &self->ring, self->epfd,
+				     self->efd, &ev));
+	EXPECT_EQ(-EFAULT, uring_add(_metadata, &self->ring, self->epfd, other,
+				     unreadable));
+
+	ASSERT_EQ(0, uring_epoll_ctl(&self->ring, self->epfd, EPOLL_CTL_ADD,
+				     other, &ev, 0, 0));
+	uring_last_sqe(&self->ring)->buf_index = 1;
+	ASSERT_EQ(0, uring_run(&self->ring, &res));
+	EXPECT_EQ(-EINVAL, res) TH_LOG("buf_index set");
+
+	EXPECT_EQ(-ENOENT, fdinfo_events(self->epfd, other, &events))
+		TH_LOG("a failed ADD added the item");
+	munmap(unreadable, getpagesize());
+	close(other);
+}
+
+/*
+ * Submit what was prepared, its last request linked to a NOP, and take
+ * both results within 10 s each: the request's in @res[0], the NOP's in
+ * @res[1].
+ */
+static void uring_run_linked(struct __test_metadata *_metadata,
+			     struct io_uring *ring, int res[2])
+{
+	struct io_uring_sqe *sqe = uring_last_sqe(ring);
+	struct io_uring_cqe cqe;
+	int i;
+
+	sqe->flags |= IOSQE_IO_LINK;
+	sqe->user_data = 0;
+	sqe = uring_sqe(ring, IORING_OP_NOP, -1);
+	ASSERT_NE(0, (uintptr_t)sqe);
+	sqe->user_data = 1;
+	ASSERT_EQ(2, io_uring_submit(ring));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(1, uring_reap_cqe(ring, 10000, &cqe));
+		ASSERT_GT(2, cqe.user_data);
+		res[cqe.user_data] = cqe.res;
+	}
+}
+
+TEST_F(uring, failed_request_cancels_its_link)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	int res[2];
+
+	ASSERT_EQ(0, uring_epoll_ctl(&self->ring, self->epfd, EPOLL_CTL_ADD,
+				     self->efd, &ev, 0, 0));
+	uring_run_linked(_metadata, &self->ring, res);
+	EXPECT_EQ(-EEXIST, res[0]);
+	EXPECT_EQ(-ECANCELED, res[1]) TH_LOG("after a failed IORING_OP_EPOLL_CTL");
+
+	ASSERT_EQ(0, uring_epoll_ctl(&self->ring, self->epfd, EPOLL_CTL_MOD,
+				     self->efd, &ev, 0, 0));
+	uring_run_linked(_metadata, &self->ring, res);
+	EXPECT_EQ(0, res[0]);
+	EXPECT_EQ(0, res[1]) TH_LOG("after a successful IORING_OP_EPOLL_CTL");
+
+	make_ready(_metadata, self->efd);
+	ASSERT_EQ(0, uring_epoll_wait(&self->ring, self->epfd, &ev, 0));
+	uring_run_linked(_metadata, &self->ring, res);
+	EXPECT_EQ(-EINVAL, res[0]);
+	EXPECT_EQ(-ECANCELED, res[1]) TH_LOG("after a failed IORING_OP_EPOLL_WAIT");
+
+	ASSERT_EQ(0, uring_epoll_wait(&self->ring, self->epfd, &ev, 1));
+	uring_run_linked(_metadata, &self->ring, res);
+	EXPECT_EQ(1, res[0]);
+	EXPECT_EQ(0, res[1]) TH_LOG("after a successful IORING_OP_EPOLL_WAIT");
 	EXPECT_EQ(7, ev.data.u64);
 }
 

@@ -4,8 +4,10 @@
  * (eventpoll_kunit.c, whose helpers these cases use) leaves to white-box
  * checks: whom a wakeup wakes, POLLFREE, a seeded random walk checked
  * against a model, who asks for CAP_BLOCK_SUSPEND (PF_SUPERPRIV), the
- * fast path of EPOLL_CTL_ADD (epnested_mutex), a fatal signal in delivery,
- * and the key a target's ->poll() is asked for. Never posted upstream.
+ * fast path of EPOLL_CTL_ADD (epnested_mutex) and the generation a failed
+ * loop check leaves, the wakeup of pollers at release, a fatal signal in
+ * delivery, and the key a target's ->poll() is asked for. Never posted
+ * upstream.
  */
 #include <linux/prandom.h>
 #include <linux/sched/signal.h>
@@ -793,6 +795,64 @@ static void eventpoll_add_fast_path(struct kunit *test)
 }
 
 /*
+ * Every loop check ends by moving loop_check_gen past the generation it
+ * stamped on the instances it visited, a failed one too: otherwise they
+ * keep looking like instances under check, and every ADD to them takes
+ * the full check.
+ */
+static void eventpoll_failed_loop_check(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct eventpoll *outer;
+
+	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &outer), 0);
+	KUNIT_ASSERT_EQ(test, ep_proof_ctl_file(outer->file, EPOLL_CTL_ADD,
+					       t->ep->file, EP_TEST_NR_SRC,
+					       EPOLLIN, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, ep_proof_ctl_file(t->ep->file, EPOLL_CTL_ADD,
+					       outer->file, EP_TEST_NR_SRC + 1,
+					       EPOLLIN, 0, false), -ELOOP);
+	mutex_lock(&epnested_mutex);
+	KUNIT_EXPECT_NE(test, t->ep->gen, loop_check_gen);
+	KUNIT_EXPECT_NE(test, outer->gen, loop_check_gen);
+	mutex_unlock(&epnested_mutex);
+}
+
+/*
+ * The release of an epoll file wakes whoever still waits on its
+ * poll_wait, so that nothing sleeps on a queue about to be freed. No task
+ * can be such a waiter (poll(2) holds a reference to the file): the case
+ * queues one of its own, which leaves the queue when woken, and holds a
+ * reference to the instance so that it can look after the release.
+ */
+static int ep_test_waiter_wake_once(wait_queue_entry_t *wait,
+				    unsigned int mode, int sync, void *key)
+{
+	list_del_init(&wait->entry);
+	return ep_test_waiter_wake(wait, mode, sync, key);
+}
+
+static void eventpoll_release_wakes_pollers(struct kunit *test)
+{
+	struct ep_test_waiter *w = kunit_kzalloc(test, sizeof(*w), GFP_KERNEL);
+	struct eventpoll *ep;
+
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &ep), 0);
+	init_waitqueue_func_entry(&w->wait, ep_test_waiter_wake_once);
+	add_wait_queue(&ep->poll_wait, &w->wait);
+	ep_get(ep);
+
+	kunit_release_action(test, ep_test_fput, ep->file);
+	KUNIT_EXPECT_EQ(test, w->nr_wakeups, 1);
+
+	if (!list_empty(&w->wait.entry))
+		remove_wait_queue(&ep->poll_wait, &w->wait);
+	if (ep_put(ep))
+		ep_free(ep);
+}
+
+/*
  * A task being killed takes no event: epoll_wait() returns -EINTR and
  * leaves the item queued, with its wakeup source held, for the other
  * waiters of the instance. A kthread lets SIGKILL be sent to it only
@@ -898,6 +958,8 @@ static struct kunit_case eventpoll_proof_cases[] = {
 	KUNIT_CASE(eventpoll_random_walk),
 	KUNIT_CASE_PARAM(eventpoll_capability_asked, ep_ask_gen_params),
 	KUNIT_CASE(eventpoll_add_fast_path),
+	KUNIT_CASE(eventpoll_failed_loop_check),
+	KUNIT_CASE(eventpoll_release_wakes_pollers),
 	KUNIT_CASE(eventpoll_deliver_fatal_signal),
 	KUNIT_CASE(eventpoll_poll_key),
 	{}

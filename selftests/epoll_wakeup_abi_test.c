@@ -413,22 +413,40 @@ TEST_F(ctl_errors, deep_nesting_fails_with_eloop)
 
 /*
  * epoll_wait(2): the call "blocks until ... a file descriptor delivers an
- * event". An ADD of a ready file, and a MOD that arms a ready one-shot
- * item again, deliver one to a thread already blocked in epoll_wait().
+ * event"; epoll(7), Q3: an epoll fd that "has events waiting" is
+ * readable, to poll(2) and to an epoll instance that watches it. A thread
+ * blocked in any of these without a timeout returns when an item becomes
+ * ready: by an event of its file (a pipe wakes its waiters synchronously,
+ * an eventfd does not), by an ADD of a ready file, or by a MOD that arms a
+ * ready one-shot item again.
  */
+enum blocked_in { IN_EPOLL_WAIT, IN_POLL, IN_OUTER_EPOLL_WAIT };
+
+/* The data of the outer instance's item, the epoll fd it watches. */
+#define OUTER_TAG 77
+
 struct waiter {
-	int epfd;
+	enum blocked_in in;
+	int fd;			/* the epoll fd it waits on */
 	pid_t tid;		/* set by the waiter before it blocks */
+	bool done;
 	int res;
-	struct epoll_event ev;
+	struct epoll_event ev;	/* the event, or the revents of poll() */
 };
 
 static void *waiter_run(void *arg)
 {
 	struct waiter *w = arg;
+	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
 
 	__atomic_store_n(&w->tid, syscall(__NR_gettid), __ATOMIC_RELEASE);
-	w->res = epoll_wait(w->epfd, &w->ev, 1, COMPLETES_MS);
+	if (w->in == IN_POLL) {
+		w->res = poll(&pfd, 1, -1);
+		w->ev.events = pfd.revents;
+	} else {
+		w->res = epoll_wait(w->fd, &w->ev, 1, -1);
+	}
+	__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -452,7 +470,7 @@ static bool task_sleeping(pid_t tid)
 	return end && end[1] == ' ' && end[2] == 'S';
 }
 
-/* Start a waiter on @w->epfd; return once it has gone to sleep. */
+/* Start @w; return once it has gone to sleep. */
 static void start_waiter(struct __test_metadata *_metadata, struct waiter *w,
 			 pthread_t *thread)
 {
@@ -460,6 +478,7 @@ static void start_waiter(struct __test_metadata *_metadata, struct waiter *w,
 	int ms;
 
 	w->tid = 0;
+	w->done = false;
 	w->res = -1;
 	ASSERT_EQ(0, pthread_create(thread, NULL, waiter_run, w));
 	for (ms = 0; ms < COMPLETES_MS; ms++) {
@@ -471,25 +490,237 @@ static void start_waiter(struct __test_metadata *_metadata, struct waiter *w,
 	TH_LOG("the waiting thread did not block");
 }
 
-TEST_F(ep, ready_item_added_or_rearmed_wakes_a_blocked_waiter)
+/*
+ * Expect @w to return with the event of @tag within COMPLETES_MS; one
+ * that stays blocked is left to the end of the test's process.
+ */
+static void expect_woken(struct __test_metadata *_metadata, struct waiter *w,
+			 pthread_t thread, uint64_t tag)
+{
+	int ms;
+
+	for (ms = 0; ms < COMPLETES_MS; ms++) {
+		if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE))
+			break;
+		usleep(1000);
+	}
+	if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		pthread_detach(thread);
+		ASSERT_TRUE(false) TH_LOG("the blocked thread was not woken");
+	}
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	ASSERT_EQ(1, w->res);
+	if (w->in == IN_POLL) {
+		EXPECT_EQ(POLLIN, w->ev.events & POLLIN);
+	} else {
+		EXPECT_EQ(w->in == IN_OUTER_EPOLL_WAIT ? OUTER_TAG : tag,
+			  w->ev.data.u64);
+	}
+}
+
+FIXTURE(blocked) {
+	struct env env;
+	int outer;
+	struct waiter w;
+	pthread_t thread;
+};
+
+FIXTURE_VARIANT(blocked) {
+	enum blocked_in in;
+};
+
+FIXTURE_VARIANT_ADD(blocked, in_epoll_wait) {
+	.in = IN_EPOLL_WAIT,
+};
+
+FIXTURE_VARIANT_ADD(blocked, in_poll_of_the_epoll_fd) {
+	.in = IN_POLL,
+};
+
+FIXTURE_VARIANT_ADD(blocked, in_epoll_wait_of_an_instance_watching_it) {
+	.in = IN_OUTER_EPOLL_WAIT,
+};
+
+FIXTURE_SETUP(blocked)
+{
+	self->outer = -1;
+	env_setup(_metadata, &self->env);
+	self->w.in = variant->in;
+	self->w.fd = self->env.epfd;
+	if (variant->in != IN_OUTER_EPOLL_WAIT)
+		return;
+	self->outer = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->outer);
+	ASSERT_EQ(0, ctl(self->outer, EPOLL_CTL_ADD, self->env.epfd, EPOLLIN,
+			 OUTER_TAG));
+	self->w.fd = self->outer;
+}
+
+FIXTURE_TEARDOWN(blocked)
+{
+	if (self->outer >= 0)
+		close(self->outer);
+	env_teardown(_metadata, &self->env);
+}
+
+TEST_F(blocked, woken_by_an_eventfd_write)
+{
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd,
+			 EPOLLIN | EPOLLWAKEUP, 1));
+	start_waiter(_metadata, &self->w, &self->thread);
+	make_ready(_metadata, self->env.efd);
+	expect_woken(_metadata, &self->w, self->thread, 1);
+}
+
+TEST_F(blocked, woken_by_a_pipe_write)
+{
+	int p[2];
+
+	ASSERT_EQ(0, pipe2(p, O_NONBLOCK | O_CLOEXEC));
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, p[0],
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	start_waiter(_metadata, &self->w, &self->thread);
+	ASSERT_EQ(1, write(p[1], "x", 1));
+	expect_woken(_metadata, &self->w, self->thread, 2);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F(blocked, woken_by_add_of_a_ready_file)
+{
+	make_ready(_metadata, self->env.efd);
+	start_waiter(_metadata, &self->w, &self->thread);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd,
+			 EPOLLIN | EPOLLWAKEUP, 3));
+	expect_woken(_metadata, &self->w, self->thread, 3);
+}
+
+TEST_F(blocked, woken_by_mod_arming_a_ready_oneshot_item)
 {
 	const uint32_t events = EPOLLIN | EPOLLONESHOT | EPOLLWAKEUP;
-	struct waiter w = { .epfd = self->env.epfd };
-	pthread_t thread;
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, events, 4));
+	make_ready(_metadata, self->env.efd);
+	/* Reported, so disarmed; the eventfd stays readable. */
+	ASSERT_EQ(1, epoll_wait(self->env.epfd, &ev, 1, 0));
+	start_waiter(_metadata, &self->w, &self->thread);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_MOD, self->env.efd, events, 5));
+	expect_woken(_metadata, &self->w, self->thread, 5);
+}
+
+/*
+ * epoll(7): of several threads blocked in epoll_wait() on one instance,
+ * "just one" is woken for an edge-triggered item; a level-triggered item
+ * stays ready when reported, so a thread still blocked then finds it too.
+ */
+TEST_F(ep, level_triggered_event_reaches_every_blocked_waiter)
+{
+	struct waiter w[2] = {};
+	pthread_t thread[2];
+	int i;
+
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 6));
+	for (i = 0; i < 2; i++) {
+		w[i].in = IN_EPOLL_WAIT;
+		w[i].fd = self->env.epfd;
+		start_waiter(_metadata, &w[i], &thread[i]);
+	}
+	make_ready(_metadata, self->env.efd);
+	for (i = 0; i < 2; i++)
+		expect_woken(_metadata, &w[i], thread[i], 6);
+}
+
+/*
+ * epoll_wait(2): it returns "the number of file descriptors ready", at
+ * most maxevents, an entry each in the buffer; a file that had several
+ * events since the last call is one of them.
+ */
+TEST_F(ep, ready_files_are_reported_once_each_up_to_maxevents)
+{
+	struct epoll_event ev[3];
+	int other;
+
+	other = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 1));
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, other, EPOLLIN, 2));
+	make_ready(_metadata, self->env.efd);
+	make_ready(_metadata, other);
+	make_ready(_metadata, self->env.efd);
+	make_ready(_metadata, other);
+
+	memset(ev, 0, sizeof(ev));
+	ASSERT_EQ(1, epoll_wait(self->env.epfd, ev, 1, 0));
+	EXPECT_EQ(0, ev[1].data.u64) TH_LOG("an entry past maxevents was written");
+
+	memset(ev, 0, sizeof(ev));
+	ASSERT_EQ(2, epoll_wait(self->env.epfd, ev, 3, 0));
+	EXPECT_EQ(3, ev[0].data.u64 + ev[1].data.u64);
+	EXPECT_NE(ev[0].data.u64, ev[1].data.u64);
+	EXPECT_EQ(0, ev[2].data.u64);
+	close(other);
+}
+
+/*
+ * epoll_ctl(2): EPOLL_CTL_DEL removes the file from the interest list,
+ * so an event it had waiting is reported no more.
+ */
+TEST_F(ep, del_of_a_ready_file_leaves_nothing_to_report)
+{
+	struct pollfd pfd = { .fd = self->env.epfd, .events = POLLIN };
+	struct epoll_event ev;
 
 	make_ready(_metadata, self->env.efd);
-	start_waiter(_metadata, &w, &thread);
-	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, events, 1));
-	ASSERT_EQ(0, pthread_join(thread, NULL));
-	EXPECT_EQ(1, w.res) TH_LOG("ADD of a ready file");
-	EXPECT_EQ(1, w.ev.data.u64);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 1));
+	ASSERT_EQ(0, epoll_ctl(self->env.epfd, EPOLL_CTL_DEL, self->env.efd, NULL));
+	EXPECT_EQ(0, epoll_wait(self->env.epfd, &ev, 1, 0));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+}
 
-	/* Reported, so disarmed; the eventfd is still readable. */
-	start_waiter(_metadata, &w, &thread);
-	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_MOD, self->env.efd, events, 2));
-	ASSERT_EQ(0, pthread_join(thread, NULL));
-	EXPECT_EQ(1, w.res) TH_LOG("MOD arming a ready one-shot item");
-	EXPECT_EQ(2, w.ev.data.u64);
+/*
+ * epoll(7), Q3: an epoll fd is readable while it has events waiting, and
+ * only then.
+ */
+TEST_F(ep, epoll_fd_is_readable_only_while_an_event_waits)
+{
+	struct pollfd pfd = { .fd = self->env.epfd, .events = POLLIN };
+
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 1));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	make_ready(_metadata, self->env.efd);
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents & POLLIN);
+	drain(_metadata, self->env.efd);
+	EXPECT_EQ(0, poll(&pfd, 1, 0)) TH_LOG("readable with no event waiting");
+}
+
+/*
+ * epoll_wait(2), EFAULT: "The memory area pointed to by events is not
+ * accessible with write permissions"; epoll.rst: the events stay pending.
+ */
+TEST_F(ep, epoll_wait_fails_with_efault_for_a_buffer_it_cannot_write)
+{
+	struct epoll_event ev[2] = {}, *none;
+	int other;
+
+	other = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, other);
+	none = mmap(NULL, getpagesize(), PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(none != MAP_FAILED);
+	make_ready(_metadata, self->env.efd);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 1));
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, other, EPOLLIN, 2));
+
+	EXPECT_EQ(-1, epoll_wait(self->env.epfd, (void *)-4096L, 2, 0));
+	EXPECT_EQ(EFAULT, errno) TH_LOG("a buffer outside user space");
+	EXPECT_EQ(-1, epoll_wait(self->env.epfd, none, 2, 0));
+	EXPECT_EQ(EFAULT, errno) TH_LOG("an inaccessible buffer");
+	ASSERT_EQ(2, epoll_wait(self->env.epfd, ev, 2, 0));
+	EXPECT_EQ(3, ev[0].data.u64 + ev[1].data.u64);
+	munmap(none, getpagesize());
+	close(other);
 }
 
 /*
@@ -516,7 +747,8 @@ TEST_F(ep, root_of_a_new_user_namespace_has_epollwakeup_ignored)
 /*
  * epoll_ctl(2), EPOLLWAKEUP: the system does not suspend while the event
  * is pending, if the item has the flag and its caller had the capability.
- * The event itself is reported all the same.
+ * The event itself is reported all the same. epoll.rst: an event the item
+ * does not watch is not pending.
  */
 enum caller { CALLER_ROOT, CALLER_NO_CAP, CALLER_USERNS_ROOT };
 
@@ -527,6 +759,7 @@ FIXTURE(hold) {
 FIXTURE_VARIANT(hold) {
 	uint32_t events;	/* of the ADD */
 	enum caller caller;	/* who adds the item */
+	bool ready_at_add;	/* the file is ready before the ADD */
 	bool holds;		/* the pending event holds off suspend */
 };
 
@@ -534,6 +767,19 @@ FIXTURE_VARIANT_ADD(hold, epollwakeup) {
 	.events = EPOLLIN | EPOLLWAKEUP,
 	.caller = CALLER_ROOT,
 	.holds = true,
+};
+
+FIXTURE_VARIANT_ADD(hold, epollwakeup_on_a_ready_file) {
+	.events = EPOLLIN | EPOLLWAKEUP,
+	.caller = CALLER_ROOT,
+	.ready_at_add = true,
+	.holds = true,
+};
+
+FIXTURE_VARIANT_ADD(hold, epollwakeup_for_an_event_not_watched) {
+	.events = EPOLLPRI | EPOLLWAKEUP,
+	.caller = CALLER_ROOT,
+	.holds = false,
 };
 
 FIXTURE_VARIANT_ADD(hold, no_epollwakeup) {
@@ -576,18 +822,83 @@ TEST_F(hold, pending_event_holds_off_suspend)
 	    !become_userns_root(_metadata, &why))
 		SKIP(return, "%s", why);
 
+	if (variant->ready_at_add)
+		make_ready(_metadata, self->env.efd);
 	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd,
 			 variant->events | EPOLLET, 3));
-	expect_not_held_up(_metadata);
-	make_ready(_metadata, self->env.efd);
+	if (!variant->ready_at_add) {
+		expect_not_held_up(_metadata);
+		make_ready(_metadata, self->env.efd);
+	}
 	if (variant->holds)
 		expect_held_up(_metadata);
 	else
 		expect_not_held_up(_metadata);
 
+	if (!(variant->events & EPOLLIN)) {
+		EXPECT_EQ(0, epoll_wait(self->env.epfd, &ev, 1, 0));
+		return;
+	}
 	ASSERT_EQ(1, epoll_wait(self->env.epfd, &ev, 1, 0));
 	EXPECT_EQ(EPOLLIN, ev.events);
 	EXPECT_EQ(3, ev.data.u64);
+	expect_not_held_up(_metadata);
+}
+
+/*
+ * epoll_ctl(2), EPOLLWAKEUP: an EPOLL_CTL_MOD that adds the flag makes the
+ * item's event hold off suspend while it is pending, an event pending at
+ * the MOD included, and not while none is.
+ */
+FIXTURE(mod_hold) {
+	struct env env;
+};
+
+FIXTURE_VARIANT(mod_hold) {
+	bool pending;		/* an event is pending at the MOD */
+};
+
+FIXTURE_VARIANT_ADD(mod_hold, event_pending) {
+	.pending = true,
+};
+
+FIXTURE_VARIANT_ADD(mod_hold, no_event_pending) {
+	.pending = false,
+};
+
+FIXTURE_SETUP(mod_hold)
+{
+	env_setup(_metadata, &self->env);
+	need_wakeup_count(_metadata);
+}
+
+FIXTURE_TEARDOWN(mod_hold)
+{
+	env_teardown(_metadata, &self->env);
+}
+
+TEST_F(mod_hold, mod_adding_epollwakeup_holds_a_pending_event)
+{
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd, EPOLLIN, 1));
+	if (variant->pending) {
+		make_ready(_metadata, self->env.efd);
+		expect_not_held_up(_metadata);
+	}
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_MOD, self->env.efd,
+			 EPOLLIN | EPOLLWAKEUP, 2));
+	if (variant->pending) {
+		expect_held_up(_metadata);
+	} else {
+		expect_not_held_up(_metadata);
+		make_ready(_metadata, self->env.efd);
+		expect_held_up(_metadata);
+	}
+	ASSERT_EQ(1, epoll_wait(self->env.epfd, &ev, 1, 0));
+	EXPECT_EQ(2, ev.data.u64);
+	drain(_metadata, self->env.efd);
+	ASSERT_EQ(0, epoll_wait(self->env.epfd, &ev, 1, 0));
 	expect_not_held_up(_metadata);
 }
 
@@ -847,13 +1158,14 @@ TEST_F(delivery, event_whose_copy_faults_stays_pending)
 }
 
 /*
- * epoll.rst: the hold of an edge-triggered or one-shot item ends when its
- * event is reported, also when the file becomes ready again while the
- * report is being made; for an edge-triggered item that is a new event,
- * which holds off suspend until a later call reports it, while a one-shot
- * item reports nothing more. The report is held up with userfaultfd: the
- * caller's buffer is a missing page, and epoll_wait() waits in the copy
- * of the event until the file has been made ready again.
+ * epoll.rst: the hold of an edge-triggered or one-shot item lasts while
+ * its event is copied out and ends when it is reported, also when the
+ * file becomes ready again while the report is being made; for an
+ * edge-triggered item that is a new event, which holds off suspend until
+ * a later call reports it, while a one-shot item reports nothing more.
+ * The report is held up with userfaultfd: the caller's buffer is a
+ * missing page, and epoll_wait() waits in the copy of the event until the
+ * file has been made ready again.
  */
 FIXTURE(report_window) {
 	int epfd;
@@ -967,6 +1279,7 @@ TEST_F(report_window, readiness_during_the_report)
 	make_ready(_metadata, self->efd);
 	ASSERT_EQ(0, pthread_create(&thread, NULL, report, &r));
 	wait_fault(_metadata, self->uffd);
+	expect_held_up(_metadata);
 	make_ready(_metadata, self->efd);
 	fill_page(_metadata, self->uffd, self->buf);
 	ASSERT_EQ(0, pthread_join(thread, NULL));

@@ -55,7 +55,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
 	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
-	bench export submit clean
+	bench event-loop export submit clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -80,6 +80,7 @@ help:
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
+	  '  PROTON_VERSION  make event-loop: Debian'"'"'s qpid-proton source version (default: 0.37.0-2)' \
 	  '  SEND=1        make submit: really send the mails (git send-email)' \
 	  '  POSTING       make submit: only this posting (default: all)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
@@ -166,6 +167,13 @@ bench:
 	t=$$(($$(date +%s) - start)); \
 	echo "make bench: $$((t / 60))m $$((t % 60))s in all"; \
 	exit $$rc
+
+## make event-loop  Qpid Proton's epoll proactor with bench/qpid-proton/'s EPOLL_CTL_DISABLE patch:
+##               its own tests on the base and the patched kernel, table in results/event-loop/
+event-loop:
+	$(S)/install-deps.sh
+	[ -f $(OUT_DIR)/series-applied ] || $(S)/apply-series.sh
+	$(S)/run-event-loop-tests.sh
 
 ## make export   turn the commits in out/linux back into patches/, series, proof/, kunit/, selftests/
 export:

@@ -12,7 +12,8 @@ readonly KBUILD="$BUILD_DIR/qemu"
 : "${DEBUG_CONFIG:=$REPO_DIR/config/debug.config}"
 # debug: the tests' kernel. bench: config/bench.config instead of the
 # sanitizers and the test fragments, so that the base and the patched tree
-# get the same configuration (scripts/run-bench.sh).
+# get the same configuration (scripts/run-bench.sh). event-loop: bench
+# plus config/event-loop.config (scripts/run-event-loop-tests.sh).
 : "${KERNEL_FLAVOUR:=debug}"
 
 usage() {
@@ -31,6 +32,8 @@ With KERNEL_FLAVOUR=bench, config/qemu-x86_64.config and
 config/bench.config (-O2, high-resolution timers) only: no debugging
 options and no test fragments, which only the patched tree has, so that
 the base and the patched tree get the same configuration (make bench).
+KERNEL_FLAVOUR=event-loop adds config/event-loop.config (TCP/IP) to
+bench's (make event-loop).
 Every option asked for must survive olddefconfig, else the build stops.
 An unchanged configuration is not rewritten, so rebuilds stay incremental.
 
@@ -38,7 +41,7 @@ Environment:
   OUT_DIR         output directory (now: $OUT_DIR)
   JOBS            parallel make jobs (now: $JOBS)
   DEBUG_CONFIG    the sanitizer fragment (default: config/debug.config)
-  KERNEL_FLAVOUR  debug or bench (now: $KERNEL_FLAVOUR)
+  KERNEL_FLAVOUR  debug, bench or event-loop (now: $KERNEL_FLAVOUR)
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -48,10 +51,14 @@ fragments() {
 	local f
 
 	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config"
-	if [ "$KERNEL_FLAVOUR" = bench ]; then
+	case "$KERNEL_FLAVOUR" in
+	bench|event-loop)
 		printf '%s\n' "$REPO_DIR/config/bench.config"
+		[ "$KERNEL_FLAVOUR" = bench ] ||
+			printf '%s\n' "$REPO_DIR/config/event-loop.config"
 		return 0
-	fi
+		;;
+	esac
 	printf '%s\n' "$DEBUG_CONFIG"
 	printf '%s\n' "$REPO_DIR/config/proof.config"
 	for f in tools/testing/selftests/filesystems/epoll/config \
@@ -90,8 +97,8 @@ main() {
 	*) usage >&2; exit 1 ;;
 	esac
 	case "$KERNEL_FLAVOUR" in
-	debug|bench) ;;
-	*) die "KERNEL_FLAVOUR must be debug or bench, not '$KERNEL_FLAVOUR'" ;;
+	debug|bench|event-loop) ;;
+	*) die "KERNEL_FLAVOUR must be debug, bench or event-loop, not '$KERNEL_FLAVOUR'" ;;
 	esac
 	need_worktree
 	command -v ccache >/dev/null || die "ccache missing: run 'make deps' (scripts/install-deps.sh)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Download one Debian package of another suite through a private apt
-# configuration, leaving the host's apt configuration and state untouched.
+# Download one Debian package of another suite, or the upstream tarball of
+# a source package, through a private apt configuration, leaving the host's
+# apt configuration and state untouched.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -11,12 +12,18 @@ readonly APT_DIR="$EPOLL_CACHE_DIR/apt"
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] PACKAGE SUITE [VERSION]
+Usage: ${0##*/} [-h] [--source] PACKAGE SUITE [VERSION]
 
 Download PACKAGE (an architecture-independent .deb, such as
 linux-source-7.3) from SUITE (such as trixie-backports) into
 $APT_DIR/archives/ and print the path of the .deb on stdout.
 Nothing is installed.
+
+With --source, PACKAGE is a source package (such as qpid-proton): its
+upstream tarball (.orig.tar.*) goes to $APT_DIR/sources/ and its path
+is printed. Only that tarball is needed, so a Debian part the mirror
+lacks is not an error; the tarball's SHA-256 is checked against the
+suite's signed Sources index.
 
 The mirror is the one the host's apt already uses: the first URI of a
 'deb' entry in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list
@@ -73,11 +80,33 @@ private_apt() {
 		-o APT::Sandbox::User=root "$@"
 }
 
+# The upstream tarball of source package @1, version @2, in the current
+# directory; its path on stdout.
+fetch_orig() {
+	local package=$1 version=$2 name sum
+
+	read -r sum name < <(private_apt apt-cache showsrc "$package" |
+		awk -v v="$version" '/^Version:/ { this = ($2 == v) }
+		     /^Checksums-Sha256:/ { in_sums = this; next }
+		     /^[^ ]/ { in_sums = 0 }
+		     in_sums && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }')
+	[ -n "${name:-}" ] || die "$package $version has no .orig.tar.* in the Sources index"
+	if ! echo "$sum  $name" | sha256sum -c --quiet >/dev/null 2>&1; then
+		rm -f "$name"
+		private_apt apt-get source --download-only -qq "$package=$version" >/dev/null 2>&1 ||
+			true
+		echo "$sum  $name" | sha256sum -c --quiet >/dev/null 2>&1 ||
+			die "downloading $name failed or its SHA-256 is not the Sources index's"
+	fi
+	printf '%s\n' "$PWD/$name"
+}
+
 main() {
-	local package suite version mirror candidate deb
+	local package suite version mirror candidate deb kind=deb
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
+	--source) kind="deb-src"; shift ;;
 	esac
 	[ $# -ge 2 ] && [ $# -le 3 ] || { usage >&2; exit 1; }
 	package=$1 suite=$2 version=${3:-}
@@ -85,11 +114,26 @@ main() {
 	mirror=$(host_mirror) ||
 		die "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}: add the host's mirror there"
 
-	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" "$APT_DIR/archives"
-	printf 'deb %s %s main\n' "$mirror" "$suite" > "$APT_DIR/sources.list"
-	log "package lists of $suite from the host's mirror"
+	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" "$APT_DIR/archives" \
+		"$APT_DIR/sources"
+	printf '%s %s %s main\n' "$kind" "$mirror" "$suite" > "$APT_DIR/sources.list"
+	log "$kind lists of $suite from the host's mirror"
 	private_apt apt-get update -qq >/dev/null ||
 		die "apt-get update of $suite failed (is the mirror reachable?)"
+
+	if [ "$kind" = deb-src ]; then
+		candidate=$(private_apt apt-cache showsrc "$package" 2>/dev/null |
+			awk '/^Version:/ { print $2; exit }')
+		[ -n "$candidate" ] || die "$suite has no source package $package"
+		if [ -n "$version" ] && ! private_apt apt-cache showsrc "$package" 2>/dev/null |
+				grep -qx "Version: $version"; then
+			log "warning: $suite no longer has source $package $version; taking $candidate"
+			version=""
+		fi
+		cd "$APT_DIR/sources"
+		fetch_orig "$package" "${version:-$candidate}"
+		return 0
+	fi
 
 	candidate=$(private_apt apt-cache policy "$package" | awk '/Candidate:/ { print $2 }')
 	[ -n "$candidate" ] && [ "$candidate" != "(none)" ] ||

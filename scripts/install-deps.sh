@@ -22,6 +22,7 @@ readonly PACKAGES=(
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json
 	gnuplot-nox dwarves					# make bench: plot, pahole
+	cmake g++ dpkg-dev					# make event-loop: Qpid Proton, apt-get source
 	git-email b4 libmailtools-perl bsdextrautils		# submit
 )
 

@@ -154,6 +154,19 @@ worktree_at() {
 	git -C "$dir" checkout -q -f --detach "$rev"
 }
 
+# Make @kout an OUT_DIR that build-kernel.sh, make-initramfs.sh and
+# run-qemu.sh use as they use $OUT_DIR, for the kernel at @rev: linux/ a
+# worktree at @rev, whole at its commit; base-commit copied;
+# series-applied the number of patches in it.
+kernel_out_dir() {
+	local kout=$1 rev=$2
+
+	mkdir -p "$kout"
+	worktree_at "$kout/linux" "$rev"
+	cp "$OUT_DIR/base-commit" "$kout/"
+	git -C "$WORKTREE" rev-list --count "$(base_commit)..$rev" > "$kout/series-applied"
+}
+
 # The commit the series applies to, recorded by apply-series.sh.
 base_commit() {
 	cat "$OUT_DIR/base-commit" 2>/dev/null ||

@@ -109,16 +109,11 @@ build_kernel() {
 
 	kout=$(kernel_out "$k")
 	rev=$(kernel_rev "$k")
-	mkdir -p "$kout"
-	worktree_at "$kout/linux" "$rev"
+	kernel_out_dir "$kout" "$rev"
 	if [ "$k" = control ]; then
 		git -C "$kout/linux" apply "$CONTROL_PATCH" ||
 			die "${CONTROL_PATCH#"$REPO_DIR"/} does not apply to the base: rebase it"
 	fi
-	# build-kernel.sh builds $OUT_DIR/linux: here the worktree, whole at
-	# its commit; series-applied holds the number of patches in it.
-	cp "$OUT_DIR/base-commit" "$kout/"
-	git -C "$WORKTREE" rev-list --count "$(base_commit)..$rev" > "$kout/series-applied"
 	log "$k kernel ($(git -C "$kout/linux" log -1 --format='%h %s' "$rev"))"
 	OUT_DIR=$kout KERNEL_FLAVOUR=bench "$REPO_DIR/scripts/build-kernel.sh"
 }

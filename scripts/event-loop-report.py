@@ -91,6 +91,8 @@ def check(kernel, tests, verdict, console):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--proton', default='', help='the Proton commit tested, for the header')
+    ap.add_argument('--tests', required=True,
+                    help='comma-separated: the Proton tests each guest must have run')
     ap.add_argument('dir')
     ap.add_argument('kernels', nargs='+')
     args = ap.parse_args()
@@ -106,8 +108,7 @@ def main():
             problems.append(f'{k}: {e}')
             continue
         tests, verdict = parse(ktap)
-        if sorted(tests) != sorted(['c-proactor-test', 'c-raw-connection-test',
-                                    'c-threaderciser']):
+        if sorted(tests) != sorted(args.tests.split(',')):
             problems.append(f'{k}: tests run: {", ".join(sorted(tests)) or "none"}')
         problems += check(k, tests, verdict, console)
         for name, t in sorted(tests.items()):

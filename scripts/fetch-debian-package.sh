@@ -89,7 +89,7 @@ fetch_orig() {
 		awk -v v="$version" '/^Version:/ { this = ($2 == v) }
 		     /^Checksums-Sha256:/ { in_sums = this; next }
 		     /^[^ ]/ { in_sums = 0 }
-		     in_sums && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }')
+		     in_sums && $3 ~ /\.orig\.tar\./ { print $1, $3; exit }') || true
 	[ -n "${name:-}" ] || die "$package $version has no .orig.tar.* in the Sources index"
 	if ! echo "$sum  $name" | sha256sum -c --quiet >/dev/null 2>&1; then
 		rm -f "$name"

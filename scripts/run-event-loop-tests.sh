@@ -17,7 +17,8 @@ readonly EVENT_LOOP_RESULTS="$RESULTS_DIR/event-loop"
 # version the patch is written against.
 : "${PROTON_SUITE:=bookworm}"
 : "${PROTON_VERSION:=0.37.0-2}"
-# The tests the guest runs (bench/qpid-proton/qpid_proton_tests.sh).
+# The tests the guest runs (bench/qpid-proton/qpid_proton_tests.sh runs
+# what is installed) and the report expects.
 readonly PROTON_TESTS=(c-proactor-test c-raw-connection-test c-threaderciser)
 # Per-boot limit, seconds.
 : "${EVENT_LOOP_BOOT_TIMEOUT:=900}"
@@ -122,7 +123,7 @@ install_proton() {
 		die "ldd named no ld-linux-x86-64.so.2 for the Proton tests"
 }
 
-build_kernel() {
+prepare_guest() {
 	local k=$1 kout=$BUILD_DIR/event-loop-$1 rev
 
 	case "$k" in
@@ -173,13 +174,13 @@ main() {
 	proton_tree "$tarball"
 	build_proton
 	for k in "${KERNELS[@]}"; do
-		build_kernel "$k"
+		prepare_guest "$k"
 	done
 	for k in "${KERNELS[@]}"; do
 		boot "$k"
 	done
 	"$REPO_DIR/scripts/event-loop-report.py" --proton "$(git -C "$PROTON_DIR/src" log -1 --format='%h %s')" \
-		"$EVENT_LOOP_RESULTS" "${KERNELS[@]}"
+		--tests "$(IFS=,; echo "${PROTON_TESTS[*]}")" "$EVENT_LOOP_RESULTS" "${KERNELS[@]}"
 	log "make event-loop took $((($(date +%s) - start) / 60)) min"
 }
 

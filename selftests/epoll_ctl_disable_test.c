@@ -55,16 +55,21 @@ static void make_ready(struct __test_metadata *_metadata, int efd)
 }
 
 /*
- * Whether the kernel has EPOLL_CTL_DISABLE: for an fd that is not
+ * Whether the kernel has EPOLL_CTL_DISABLE: for an eventfd that is not
  * registered it fails with ENOENT. A kernel without it takes op 4 for one
  * that needs an event and fails with EFAULT on the NULL one, or EINVAL.
+ * The probe uses files of its own: an inherited descriptor may be closed,
+ * or a file epoll cannot watch (EPERM), such as /dev/null.
  */
 static bool has_disable(struct __test_metadata *_metadata)
 {
-	int epfd = epoll_create1(EPOLL_CLOEXEC), ret;
+	int epfd = epoll_create1(EPOLL_CLOEXEC), efd, ret;
 
 	EXPECT_LE(0, epfd);
-	ret = ctl_disable(epfd, epfd == 0 ? 1 : 0);
+	efd = eventfd(0, EFD_CLOEXEC);
+	EXPECT_LE(0, efd);
+	ret = ctl_disable(epfd, efd);
+	close(efd);
 	close(epfd);
 	if (ret == -EFAULT || ret == -EINVAL)
 		return false;
@@ -157,6 +162,19 @@ TEST_F(disable, disabled_item_fails_with_ebusy)
 	EXPECT_EQ(-EBUSY, ctl_disable(self->epfd, self->efd));
 }
 
+/* An item a MOD made one-shot is armed by that MOD. */
+TEST_F(disable, item_made_oneshot_by_mod_is_disarmed)
+{
+	struct epoll_event ev;
+
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd, EPOLLIN, 1));
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+			 EPOLLIN | EPOLLONESHOT, 2));
+	EXPECT_EQ(0, ctl_disable(self->epfd, self->efd));
+	make_ready(_metadata, self->efd);
+	EXPECT_EQ(0, wait_now(self->epfd, &ev, 1));
+}
+
 /* "until EPOLL_CTL_MOD arms it again" */
 TEST_F(disable, mod_arms_a_disabled_item_again)
 {
@@ -197,9 +215,13 @@ TEST_F(disable, item_stays_registered_until_deleted)
 	EXPECT_EQ(0, epoll_ctl(self->epfd, EPOLL_CTL_DEL, self->efd, NULL));
 }
 
-/* "It fails with EINVAL for an item without EPOLLONESHOT" */
+/*
+ * "It fails with EINVAL for an item without EPOLLONESHOT": the events the
+ * last EPOLL_CTL_ADD or EPOLL_CTL_MOD set decide.
+ */
 FIXTURE_VARIANT(disable_not_oneshot) {
 	uint32_t mode;
+	bool oneshot_at_add;	/* a MOD then takes EPOLLONESHOT away */
 };
 
 FIXTURE(disable_not_oneshot) {
@@ -213,6 +235,11 @@ FIXTURE_VARIANT_ADD(disable_not_oneshot, level_triggered) {
 
 FIXTURE_VARIANT_ADD(disable_not_oneshot, edge_triggered) {
 	.mode = EPOLLET,
+};
+
+FIXTURE_VARIANT_ADD(disable_not_oneshot, oneshot_until_mod) {
+	.mode = 0,
+	.oneshot_at_add = true,
 };
 
 FIXTURE_SETUP(disable_not_oneshot)
@@ -239,8 +266,15 @@ TEST_F(disable_not_oneshot, fails_with_einval_and_changes_nothing)
 {
 	struct epoll_event ev;
 
-	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
-			 EPOLLIN | variant->mode, 1));
+	if (variant->oneshot_at_add) {
+		ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+				 EPOLLIN | EPOLLONESHOT, 2));
+		ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd,
+				 EPOLLIN | variant->mode, 1));
+	} else {
+		ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+				 EPOLLIN | variant->mode, 1));
+	}
 	make_ready(_metadata, self->efd);
 	EXPECT_EQ(-EINVAL, ctl_disable(self->epfd, self->efd));
 	ASSERT_EQ(1, wait_now(self->epfd, &ev, 1));
@@ -311,8 +345,8 @@ TEST_F(disable, dropped_event_no_longer_holds_off_suspend)
 {
 	struct epoll_event ev;
 
-	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
-		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	if (!wakeup_count_supported())
 		SKIP(return, "no %s (CONFIG_PM_SLEEP=n)", WAKEUP_COUNT_PATH);
 	if (wakeup_count_read_bounded(10000) != 1)

@@ -101,6 +101,40 @@ static inline int cap_is_effective(int cap)
 }
 
 /*
+ * Whether the calling process is in the initial user namespace: its
+ * /proc/self/uid_map maps every uid to itself (user_namespaces(7)), or
+ * the kernel has no user namespaces.
+ */
+static inline bool in_initial_user_ns(void)
+{
+	unsigned long first, lower, count;
+	bool ret = false;
+	FILE *f;
+
+	f = fopen("/proc/self/uid_map", "re");
+	if (!f)
+		return errno == ENOENT;
+	if (fscanf(f, "%lu %lu %lu", &first, &lower, &count) == 3)
+		ret = first == 0 && lower == 0 && count == 4294967295UL;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Whether EPOLLWAKEUP is kept for the calling thread: CAP_BLOCK_SUSPEND
+ * counts only in the initial user namespace (capable(), not
+ * ns_capable()), so the root of any other has it in its effective set
+ * in vain.
+ */
+static inline bool has_cap_block_suspend(void)
+{
+	return in_initial_user_ns() && cap_is_effective(CAP_BLOCK_SUSPEND) == 1;
+}
+
+#define NEEDS_CAP_BLOCK_SUSPEND \
+	"needs CAP_BLOCK_SUSPEND in the initial user namespace"
+
+/*
  * The events mask that /proc/self/fdinfo/@epfd shows for target fd @tfd
  * (proc_pid_fdinfo(5): "tfd: ... events: ... data: ..."), in @events.
  * Returns 0, or -ENOENT if @tfd has no item there.

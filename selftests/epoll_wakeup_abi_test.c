@@ -26,6 +26,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 
 #include "kselftest_harness.h"
 #include "epoll_helpers.h"
@@ -86,7 +87,8 @@ static bool become_userns_root(struct __test_metadata *_metadata,
 
 /*
  * An epoll fd and an eventfd to watch; the capabilities of the test,
- * restored by the teardown whatever a test dropped.
+ * restored by the teardown whatever a test dropped. A test that needs a
+ * capability asks for it itself: most need none.
  */
 struct env {
 	int epfd;
@@ -99,9 +101,6 @@ static void env_setup(struct __test_metadata *_metadata, struct env *env)
 	env->epfd = -1;
 	env->efd = -1;
 	ASSERT_EQ(0, cap_get_effective(&env->saved_caps));
-	if (!(env->saved_caps & CAP_TO_MASK64(CAP_BLOCK_SUSPEND)) ||
-	    !(env->saved_caps & CAP_TO_MASK64(CAP_WAKE_ALARM)))
-		SKIP(return, "needs CAP_BLOCK_SUSPEND and CAP_WAKE_ALARM (run as root)");
 	env->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, env->epfd);
 	env->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -138,13 +137,17 @@ static void drop_cap(struct __test_metadata *_metadata, uint64_t saved,
 	ASSERT_EQ(0, cap_is_effective(cap));
 }
 
-/* Suspend can be held off, and nothing else holds it off now. */
-static void need_wakeup_count(struct __test_metadata *_metadata)
+/*
+ * Why a hold of suspend cannot be seen here, or NULL: the kernel cannot
+ * suspend, or something else holds suspend off now.
+ */
+static const char *no_hold_to_see(void)
 {
 	if (!wakeup_count_supported())
-		SKIP(return, "no %s (CONFIG_PM_SLEEP=n)", WAKEUP_COUNT_PATH);
+		return "no " WAKEUP_COUNT_PATH " (CONFIG_PM_SLEEP=n)";
 	if (wakeup_count_read_bounded(COMPLETES_MS) != 1)
-		SKIP(return, "a wakeup event elsewhere holds off suspend");
+		return "a wakeup event elsewhere holds off suspend";
+	return NULL;
 }
 
 static void expect_held_up(struct __test_metadata *_metadata)
@@ -182,6 +185,8 @@ TEST_F(ep, add_and_mod_keep_epollwakeup_with_cap_block_suspend)
 {
 	uint32_t kept = wakeup_count_supported() ? EPOLLWAKEUP : 0;
 
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, self->env.efd,
 			 ADD_MASK | EPOLLWAKEUP, 1));
 	EXPECT_EQ(ADD_MASK | ALWAYS_POLLED | kept,
@@ -200,7 +205,8 @@ TEST_F(ep, add_and_mod_keep_epollwakeup_with_cap_block_suspend)
  * caller does not have the CAP_BLOCK_SUSPEND capability, then the
  * EPOLLWAKEUP flag is silently ignored." The call succeeds and the rest
  * of the mask is stored; an item keeps what it got until the next MOD.
- * Dropping CAP_WAKE_ALARM (35) instead changes nothing.
+ * Dropping CAP_WAKE_ALARM (35) instead changes nothing. A caller that
+ * never had CAP_BLOCK_SUSPEND has the flag ignored from the first call.
  */
 FIXTURE(cap_dropped) {
 	struct env env;
@@ -233,10 +239,16 @@ FIXTURE_TEARDOWN(cap_dropped)
 
 TEST_F(cap_dropped, add_and_mod_ignore_only_epollwakeup)
 {
-	uint32_t with_cap = wakeup_count_supported() ? EPOLLWAKEUP : 0;
+	bool had_cap = has_cap_block_suspend();
+	uint32_t with_cap = had_cap && wakeup_count_supported() ? EPOLLWAKEUP : 0;
 	uint32_t kept = variant->clears ? 0 : with_cap;
-	int early = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int early;
 
+	if (!variant->clears && !had_cap)
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
+	if (cap_is_effective(variant->cap) != 1 && !variant->clears)
+		SKIP(return, "needs CAP_WAKE_ALARM, to drop it");
+	early = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ASSERT_LE(0, early);
 	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, early,
 			 ADD_MASK | EPOLLWAKEUP, 1));
@@ -286,6 +298,8 @@ FIXTURE_VARIANT_ADD(ctl_errors, without_cap_block_suspend) {
 FIXTURE_SETUP(ctl_errors)
 {
 	env_setup(_metadata, &self->env);
+	if (variant->cap && !has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	if (!variant->cap)
 		drop_cap(_metadata, self->env.saved_caps, CAP_BLOCK_SUSPEND);
 }
@@ -748,9 +762,10 @@ TEST_F(ep, root_of_a_new_user_namespace_has_epollwakeup_ignored)
  * epoll_ctl(2), EPOLLWAKEUP: the system does not suspend while the event
  * is pending, if the item has the flag and its caller had the capability.
  * The event itself is reported all the same. epoll.rst: an event the item
- * does not watch is not pending.
+ * does not watch is not pending, from a file that names its events (an
+ * eventfd does).
  */
-enum caller { CALLER_ROOT, CALLER_NO_CAP, CALLER_USERNS_ROOT };
+enum caller { CALLER_WITH_CAP, CALLER_NO_CAP, CALLER_USERNS_ROOT };
 
 FIXTURE(hold) {
 	struct env env;
@@ -765,26 +780,26 @@ FIXTURE_VARIANT(hold) {
 
 FIXTURE_VARIANT_ADD(hold, epollwakeup) {
 	.events = EPOLLIN | EPOLLWAKEUP,
-	.caller = CALLER_ROOT,
+	.caller = CALLER_WITH_CAP,
 	.holds = true,
 };
 
 FIXTURE_VARIANT_ADD(hold, epollwakeup_on_a_ready_file) {
 	.events = EPOLLIN | EPOLLWAKEUP,
-	.caller = CALLER_ROOT,
+	.caller = CALLER_WITH_CAP,
 	.ready_at_add = true,
 	.holds = true,
 };
 
 FIXTURE_VARIANT_ADD(hold, epollwakeup_for_an_event_not_watched) {
 	.events = EPOLLPRI | EPOLLWAKEUP,
-	.caller = CALLER_ROOT,
+	.caller = CALLER_WITH_CAP,
 	.holds = false,
 };
 
 FIXTURE_VARIANT_ADD(hold, no_epollwakeup) {
 	.events = EPOLLIN,
-	.caller = CALLER_ROOT,
+	.caller = CALLER_WITH_CAP,
 	.holds = false,
 };
 
@@ -802,8 +817,13 @@ FIXTURE_VARIANT_ADD(hold, epollwakeup_from_a_user_namespace) {
 
 FIXTURE_SETUP(hold)
 {
+	const char *why = no_hold_to_see();
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (variant->caller == CALLER_WITH_CAP && !has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	env_setup(_metadata, &self->env);
-	need_wakeup_count(_metadata);
 }
 
 FIXTURE_TEARDOWN(hold)
@@ -846,6 +866,39 @@ TEST_F(hold, pending_event_holds_off_suspend)
 }
 
 /*
+ * epoll.rst: a file that wakes its waiters without saying which events it
+ * has, as a signalfd does, makes an item pending whatever it watches,
+ * until the next epoll_wait() has polled the file; that call reports
+ * nothing the item does not watch, and ends the hold.
+ */
+TEST_F(ep, event_not_watched_of_a_file_not_naming_it_holds_until_epoll_wait)
+{
+	const char *why = no_hold_to_see();
+	struct epoll_event ev;
+	sigset_t mask;
+	int sfd;
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &mask, NULL));
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, ctl(self->env.epfd, EPOLL_CTL_ADD, sfd,
+			 EPOLLPRI | EPOLLWAKEUP, 1));
+	expect_not_held_up(_metadata);
+
+	ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+	expect_held_up(_metadata);
+	EXPECT_EQ(0, epoll_wait(self->env.epfd, &ev, 1, 0));
+	expect_not_held_up(_metadata);
+	close(sfd);
+}
+
+/*
  * epoll_ctl(2), EPOLLWAKEUP: an EPOLL_CTL_MOD that adds the flag makes the
  * item's event hold off suspend while it is pending, an event pending at
  * the MOD included, and not while none is.
@@ -868,8 +921,13 @@ FIXTURE_VARIANT_ADD(mod_hold, no_event_pending) {
 
 FIXTURE_SETUP(mod_hold)
 {
+	const char *why = no_hold_to_see();
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	env_setup(_metadata, &self->env);
-	need_wakeup_count(_metadata);
 }
 
 FIXTURE_TEARDOWN(mod_hold)
@@ -953,8 +1011,13 @@ FIXTURE_VARIANT_ADD(hold_release, epoll_wait_after_the_event_is_gone) {
 
 FIXTURE_SETUP(hold_release)
 {
+	const char *why = no_hold_to_see();
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	env_setup(_metadata, &self->env);
-	need_wakeup_count(_metadata);
 }
 
 FIXTURE_TEARDOWN(hold_release)
@@ -1052,11 +1115,12 @@ FIXTURE_VARIANT_ADD(delivery, oneshot_io_uring) {
 
 FIXTURE_SETUP(delivery)
 {
-	const char *why;
+	const char *why = no_hold_to_see();
 
-	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
-		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
-	need_wakeup_count(_metadata);
+	if (why)
+		SKIP(return, "%s", why);
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	if (variant->consumer == BY_IORING_OP_EPOLL_WAIT) {
 		if (!uring_init(&self->ring, &why))
 			SKIP(return, "no io_uring here: %s", why);
@@ -1194,12 +1258,14 @@ FIXTURE_SETUP(report_window)
 {
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	const char *why = no_hold_to_see();
 
 	self->uffd = -1;
 	self->buf = MAP_FAILED;
-	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
-		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
-	need_wakeup_count(_metadata);
+	if (why)
+		SKIP(return, "%s", why);
+	if (!has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	self->uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
 	if (self->uffd < 0)
 		SKIP(return,
@@ -1362,8 +1428,9 @@ FIXTURE_SETUP(uring_ctl)
 	const char *why;
 
 	ASSERT_EQ(0, cap_get_effective(&self->saved_caps));
-	if (!(self->saved_caps & CAP_TO_MASK64(CAP_BLOCK_SUSPEND)))
-		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	if ((variant->submitter_cap || variant->personality) &&
+	    !has_cap_block_suspend())
+		SKIP(return, NEEDS_CAP_BLOCK_SUSPEND);
 	if (!uring_init(&self->ring, &why))
 		SKIP(return, "no io_uring here: %s", why);
 	self->has_ring = true;

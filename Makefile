@@ -53,7 +53,7 @@ define fresh_results
 	$(STAGE) apply $(S)/apply-series.sh
 endef
 
-.PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
+.PHONY: help run check deps tree kunit kernel selftests initramfs qemu guests \
 	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
 	bench event-loop export submit clean
 
@@ -103,11 +103,16 @@ check:
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(guest_stages)
+	$(STAGE) -k guests $(S)/run-guests.sh
 	$(STAGE) -k kunit-uml-nopm $(S)/run-kunit.sh --no-pm-sleep
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
 	$(STAGE) -k backport $(S)/check-backport.sh
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+
+## make guests   the posted tests on kernels without PM_SLEEP, without IO_URING, and the base
+guests:
+	$(S)/run-guests.sh
 
 ## make deps tree kunit kernel selftests initramfs qemu summary   one stage each
 deps:

@@ -15,6 +15,18 @@ readonly KBUILD="$BUILD_DIR/qemu"
 # get the same configuration (scripts/run-bench.sh). event-loop: bench
 # plus config/event-loop.config (scripts/run-event-loop-tests.sh).
 : "${KERNEL_FLAVOUR:=debug}"
+# Kernels built before from the same commit and configuration, kept across
+# clones and runs: what the other stages need of a build (its image, uapi
+# headers, .config and release), so that a fresh clone does not build an
+# unchanged kernel again. A tree with changes not committed is never
+# looked up nor stored.
+readonly KERNEL_CACHE="$EPOLL_CACHE_DIR/kernels"
+readonly KERNEL_CACHE_KEEP=24
+readonly CACHED_FILES=(arch/x86/boot/bzImage .config include/config/kernel.release
+		       include/generated/compile.h usr/include)
+# More fragments, merged last, so that they override the others: what a
+# guest of scripts/run-guests.sh lacks (CONFIG_PM_SLEEP, CONFIG_IO_URING).
+: "${EXTRA_CONFIGS:=}"
 
 usage() {
 	cat <<EOF
@@ -33,15 +45,20 @@ config/bench.config (-O2, high-resolution timers) only: no debugging
 options and no test fragments, which only the patched tree has, so that
 the base and the patched tree get the same configuration (make bench).
 KERNEL_FLAVOUR=event-loop adds config/event-loop.config (TCP/IP) to
-bench's (make event-loop).
+bench's (make event-loop). EXTRA_CONFIGS, a list of fragments, comes
+last, after the flavour's.
 Every option asked for must survive olddefconfig, else the build stops.
 An unchanged configuration is not rewritten, so rebuilds stay incremental.
+A build directory without a kernel takes the one built before from the
+same committed tree and configuration, if \$EPOLL_CACHE_DIR/kernels/
+has it (the last $KERNEL_CACHE_KEEP are kept); a fresh build is stored there.
 
 Environment:
   OUT_DIR         output directory (now: $OUT_DIR)
   JOBS            parallel make jobs (now: $JOBS)
   DEBUG_CONFIG    the sanitizer fragment (default: config/debug.config)
   KERNEL_FLAVOUR  debug, bench or event-loop (now: $KERNEL_FLAVOUR)
+  EXTRA_CONFIGS   fragments merged last (now: '$EXTRA_CONFIGS')
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -56,14 +73,18 @@ fragments() {
 		printf '%s\n' "$REPO_DIR/config/bench.config"
 		[ "$KERNEL_FLAVOUR" = bench ] ||
 			printf '%s\n' "$REPO_DIR/config/event-loop.config"
-		return 0
+		;;
+	*)
+		printf '%s\n' "$DEBUG_CONFIG"
+		printf '%s\n' "$REPO_DIR/config/proof.config"
+		for f in tools/testing/selftests/filesystems/epoll/config \
+			 fs/tests/.kunitconfig; do
+			[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"
+		done
 		;;
 	esac
-	printf '%s\n' "$DEBUG_CONFIG"
-	printf '%s\n' "$REPO_DIR/config/proof.config"
-	for f in tools/testing/selftests/filesystems/epoll/config \
-		 fs/tests/.kunitconfig; do
-		[ ! -f "$WORKTREE/$f" ] || printf '%s\n' "$WORKTREE/$f"
+	for f in $EXTRA_CONFIGS; do
+		printf '%s\n' "$f"
 	done
 }
 
@@ -90,7 +111,53 @@ configure() {
 	fi
 }
 
+# The key of the kernel that the committed tree and the configuration
+# make; empty if the tree has changes not committed.
+cache_key() {
+	[ -z "$(git -C "$WORKTREE" status --porcelain)" ] || return 0
+	{
+		git -C "$WORKTREE" rev-parse 'HEAD^{tree}'
+		cat "$KBUILD/.config"
+		gcc --version | head -n 1
+		sha256sum < "${BASH_SOURCE[0]}"
+	} | sha256sum | cut -c1-40
+}
+
+# Fill a build directory that has no kernel from the cache: true if done.
+restore_cached() {
+	local entry="$KERNEL_CACHE/$1" f
+
+	[ -n "$1" ] && [ -f "$entry/complete" ] && [ ! -e "$KBUILD/vmlinux" ] || return 1
+	for f in "${CACHED_FILES[@]}"; do
+		mkdir -p "$(dirname "$KBUILD/$f")"
+		rm -rf "${KBUILD:?}/$f"
+		cp -a "$entry/$f" "$KBUILD/$f"
+	done
+	touch "$entry/complete"
+	log "took the kernel built before from this commit and configuration ($entry)"
+}
+
+store_cached() {
+	local entry="$KERNEL_CACHE/$1" f old
+
+	[ -n "$1" ] && [ ! -f "$entry/complete" ] || return 0
+	rm -rf "$entry.new"
+	for f in "${CACHED_FILES[@]}"; do
+		mkdir -p "$(dirname "$entry.new/$f")"
+		cp -a "$KBUILD/$f" "$entry.new/$f"
+	done
+	touch "$entry.new/complete"
+	rm -rf "$entry"
+	mv "$entry.new" "$entry"
+	# shellcheck disable=SC2012 # the entries are hex digests
+	for old in $(ls -1t "$KERNEL_CACHE" | tail -n +$((KERNEL_CACHE_KEEP + 1))); do
+		rm -rf "${KERNEL_CACHE:?}/$old"
+	done
+}
+
 main() {
+	local key
+
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	"") ;;
@@ -101,10 +168,16 @@ main() {
 	*) die "KERNEL_FLAVOUR must be debug, bench or event-loop, not '$KERNEL_FLAVOUR'" ;;
 	esac
 	need_worktree
+	for f in $EXTRA_CONFIGS; do
+		[ -f "$f" ] || die "EXTRA_CONFIGS: no fragment $f"
+	done
 	command -v ccache >/dev/null || die "ccache missing: run 'make deps' (scripts/install-deps.sh)"
 	configure
+	key=$(cache_key)
+	restore_cached "$key" && return 0
 	kmake -j"$JOBS" bzImage
 	kmake headers_install >/dev/null
+	store_cached "$key"
 	log "built $(kmake kernelrelease) in $KBUILD"
 }
 

@@ -7,8 +7,12 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-# The man page draft and the MAINTAINERS entry kept in this repository.
+# The man page draft and the MAINTAINERS entry kept in this repository;
+# the page is what the man-pages patch makes of man-pages' epoll_ctl(2),
+# taken from the manpages-dev package of MAN_SUITE.
 readonly MAN_PAGE="$REPO_DIR/Documentation/man/epoll_ctl.2"
+readonly MAN_PATCH="$REPO_DIR/man-pages/0001-man-man2-epoll_ctl.2-Document-EPOLL_CTL_DISABLE.patch"
+: "${MAN_SUITE:=sid}"
 readonly SNIPPET="$REPO_DIR/MAINTAINERS-snippet"
 # Width used to render the man page, as a terminal would.
 readonly MAN_WIDTH=80
@@ -20,7 +24,10 @@ Usage: ${0##*/} [-h] [-m] [KERNEL_SRC]
 Check the man page draft and the MAINTAINERS entry of the series:
 
   1. $MAN_PAGE renders with 'man -l' and draws no
-     message from 'mandoc -Tlint' or 'groff -ww -man -z';
+     message from 'mandoc -Tlint' or 'groff -ww -man -z', and is what
+     ${MAN_PATCH#"$REPO_DIR"/}
+     makes of epoll_ctl(2) as manpages-dev of $MAN_SUITE ships it (its
+     title in capitals, for mandoc), man-pages/README.md says why;
   2. $SNIPPET passes 'checkpatch.pl --strict' as a
      MAINTAINERS change, has trailing slashes on directories and
      matching files, and is in alphabetical position;
@@ -65,6 +72,33 @@ quiet_check() {
 		return
 	fi
 	pass "$name"
+}
+
+# The page the man-pages patch makes, on stdout.
+patched_man_page() {
+	local deb tmp
+
+	deb=$("$REPO_DIR/scripts/fetch-debian-package.sh" manpages-dev "$MAN_SUITE") || return 1
+	tmp=$(mktemp -d)
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/man/man2/epoll_ctl.2.gz |
+		gunzip > "$tmp/epoll_ctl.2" &&
+		patch -s -d "$tmp" -p3 < "$MAN_PATCH" &&
+		sed '5s/^\.TH epoll_ctl 2 /.TH EPOLL_CTL 2 /' "$tmp/epoll_ctl.2"
+	local rc=$?
+	rm -rf "$tmp"
+	return "$rc"
+}
+
+check_man_patch() {
+	local page
+
+	if ! page=$(patched_man_page); then
+		fail "${MAN_PATCH##*/} does not apply to epoll_ctl(2) of manpages-dev ($MAN_SUITE)"
+	elif ! cmp -s - "$MAN_PAGE" <<<"$page"; then
+		fail "${MAN_PAGE##*/} is not what ${MAN_PATCH##*/} makes: regenerate one from the other"
+	else
+		pass "${MAN_PAGE##*/} is what ${MAN_PATCH##*/} makes"
+	fi
 }
 
 lint_man_page() {
@@ -372,6 +406,7 @@ main() {
 	need_tools
 
 	lint_man_page
+	check_man_patch
 	check_snippet_form "$ksrc"
 	checkpatch_snippet "$ksrc"
 	check_tree_entry "$ksrc" "$allow_missing"

@@ -12,6 +12,8 @@ readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
 # The benchmark programs and their entry scripts, only in the images of
 # make bench (scripts/run-bench.sh); the guest runs them on epoll.bench=.
 readonly BENCH="$BUILD_DIR/bench"
+# The compiler of the guest's own helper, guest/run-as.c.
+: "${GUEST_CC:=gcc}"
 
 usage() {
 	cat <<EOF
@@ -20,10 +22,13 @@ Usage: ${0##*/} [-h]
 Make $IMAGE: a static busybox with its applets in /bin,
 guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
 runner needs of coreutils' timeout), guest/tap-prefix as
-/usr/bin/tap-prefix, and the kselftest installation of each ABI,
-$BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
+/usr/bin/tap-prefix, guest/run-as.c built static as /usr/bin/run-as
+(the users /init runs the tests as), the kselftest installation of each
+ABI, \$BUILD_DIR/selftests/<abi>/ (scripts/build-selftests.sh), as
 /tests/<abi>/, its runner prefixing the tests' lines with tap-prefix
-instead of sed. An image of make bench has \$BUILD_DIR/bench/ (the bench
+instead of sed, and /tests/posted-programs, the programs of the
+postings (TEST_GEN_PROGS of selftests/Makefile), which /init runs as
+each user. An image of make bench has \$BUILD_DIR/bench/ (the bench
 programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
 
 Exit status: 0 on success, 1 on error.
@@ -44,6 +49,13 @@ unbuffer_runner() {
 		return 0
 	}
 	printf '%s\n' "$text" > "$runner"
+}
+
+# The kselftest programs of the postings, one a line.
+posted_programs() {
+	awk '/^TEST_GEN_PROGS[[:space:]]*:?=/ { on = 1; sub(/^[^=]*=/, "") }
+	     on { c = sub(/\\$/, ""); print; on = c }' "$REPO_DIR/selftests/Makefile" |
+		tr -s ' \t' '\n' | grep .
 }
 
 main() {
@@ -68,6 +80,9 @@ main() {
 	install -m 0755 "$REPO_DIR/guest/init" "$ROOT/init"
 	install -m 0755 "$REPO_DIR/guest/timeout" "$ROOT/usr/bin/timeout"
 	install -m 0755 "$REPO_DIR/guest/tap-prefix" "$ROOT/usr/bin/tap-prefix"
+	"$GUEST_CC" -static -O2 -Wall -Werror -o "$ROOT/usr/bin/run-as" "$REPO_DIR/guest/run-as.c" ||
+		die "guest/run-as.c does not build with $GUEST_CC"
+	posted_programs > "$ROOT/tests/posted-programs"
 	for abi in "$BUILD_DIR"/selftests/*/; do
 		[ -f "$abi/run_kselftest.sh" ] || continue
 		mkdir -p "$ROOT/tests/$(basename "$abi")"

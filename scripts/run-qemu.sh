@@ -7,11 +7,15 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly KERNEL="$BUILD_DIR/qemu/arch/x86/boot/bzImage"
-readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
+# What to boot, and where its logs go: the guest of make kernel and make
+# initramfs by default; scripts/run-guests.sh boots other kernels.
+: "${GUEST_KERNEL:=$BUILD_DIR/qemu/arch/x86/boot/bzImage}"
+: "${GUEST_IMAGE:=$BUILD_DIR/initramfs.cpio.gz}"
+: "${GUEST_RESULTS:=$RESULTS_DIR}"
+readonly KERNEL=$GUEST_KERNEL IMAGE=$GUEST_IMAGE
 # First serial port: the kernel's console. Second: the kselftests' KTAP.
-readonly CONSOLE="$RESULTS_DIR/console.log"
-readonly KTAP="$RESULTS_DIR/ktap.log"
+readonly CONSOLE="$GUEST_RESULTS/console.log"
+readonly KTAP="$GUEST_RESULTS/ktap.log"
 # qboot, not SeaBIOS: without ACPI, SeaBIOS shows the guest a single CPU.
 readonly BIOS=/usr/share/qemu/qboot.rom
 # Two vCPUs: upstream's epoll59 needs a second CPU to finish in time.
@@ -55,6 +59,9 @@ Environment:
                       threaded TCG (now: '$QEMU_ICOUNT'), e.g. shift=1,sleep=off:
                       the guest's clock then follows the instructions it
                       executes, not the host's load (make bench)
+
+  GUEST_KERNEL, GUEST_IMAGE, GUEST_RESULTS   the kernel, the initramfs
+                      and the directory of the logs (now: the above)
 
 Exit status: 0 when the guest ran to its end, 1 otherwise (the verdict on
 the tests is scripts/summarize.py's).
@@ -124,11 +131,11 @@ main() {
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel' (scripts/build-kernel.sh)"
 	[ -f "$IMAGE" ] || die "no initramfs at $IMAGE: run 'make initramfs' (scripts/make-initramfs.sh)"
 	[ -f "$BIOS" ] || die "no $BIOS: run 'make deps' (scripts/install-deps.sh) (qemu-system-data)"
-	mkdir -p "$RESULTS_DIR"
+	mkdir -p "$RESULTS_DIR" "$GUEST_RESULTS"
 
 	accel=$(pick_accel)
 	[ "${accel%%,*}" = kvm ] || scale=$TCG_TIMEOUT_SCALE
-	printf '%s\n' "${accel%%,*}" > "$RESULTS_DIR/accel"
+	printf '%s\n' "${accel%%,*}" > "$GUEST_RESULTS/accel"
 	log "booting with -accel $accel${QEMU_ICOUNT:+ -icount $QEMU_ICOUNT}, -smp $QEMU_SMP"
 	start=$(date +%s)
 	# QEMU_APPEND is split into its words, one kernel parameter each.

@@ -12,13 +12,22 @@ Reads, from the results directory:
   console.log       the guest's kernel log, boot-time KUnit included
                     (scripts/run-qemu.sh); parsed with 'kunit.py parse'
   ktap.log          the guest's kselftest KTAP: one subtest per ABI, each
-                    the output of kselftest's run_kselftest.sh
+                    the output of kselftest's run_kselftest.sh, and one
+                    per environment the posted programs ran in as
+                    <abi>@<environment> (guest/init)
   accel             the accelerator the guest ran with
+  guest-<name>/     the same (console.log, ktap.log, accel, config) of
+                    each other guest: a kernel without a feature, the
+                    base kernel, another architecture
+and config/outcomes.tsv, the outcome each test must have where it is not
+a pass.
 Writes summary.txt and summary.json (Documentation/summary.schema.json,
 checked before it is written) there and prints summary.txt.
 
-A test counts as passed only if it says ok without SKIP. Any failure,
-any skip, a missing result the tree provides tests for, or a kernel log
+A test counts as passed only if it says ok without SKIP. Any outcome
+other than config/outcomes.tsv's (pass where it names none; a skip must
+also give the reason it names), a missing result the tree provides tests
+for, or a kernel log
 (never the tests' own output) with a WARN, BUG, KASAN, lockdep, RCU
 stall or hung task report fails the run. Exit status: 0 when the run
 passed, 1 when it failed, 2 on bad usage.
@@ -26,6 +35,7 @@ passed, 1 when it failed, 2 on bad usage.
 
 import argparse
 import datetime
+import fnmatch
 import hashlib
 import json
 import os
@@ -33,10 +43,14 @@ import re
 import subprocess
 import sys
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ORIGIN = 'eventpoll_series'
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')
+OUTCOMES = os.path.join(REPO_DIR, 'config', 'outcomes.tsv')
+# The main guest, whose logs are at the top of the results directory.
+MAIN_GUEST = 'x86_64'
+GUEST_DIR_PREFIX = 'guest-'
 
 TIMESTAMP = re.compile(r'^\[\s*\d+\.\d+\]\s?')
 RESULT = re.compile(r'^(?P<ok>ok|not ok) (?P<num>\d+) (?P<name>[^#]*?)'
@@ -63,6 +77,15 @@ SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'Attempted to kill init')
 
 GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest)')
+
+
+def kunit_group(guest):
+    return f'KUnit ({guest} guest, boot)'
+
+
+def kselftest_group(guest):
+    return f'kselftests ({guest} guest)'
+
 # What a result belongs to: the postings' tests (upstream's deflaked
 # epoll_wakeup_test among them), the local proof layer's, or bench/'s
 # short correctness runs.
@@ -91,7 +114,7 @@ def posted_programs():
 
 def layer_of(group, result, posted):
     """posted, proof or bench, for a result of group @group."""
-    if group == GROUPS[2]:
+    if group.startswith('kselftests'):
         program = result[1]
         if program in posted:
             return 'posted'
@@ -188,7 +211,8 @@ def kselftest_results(lines):
                 t = RESULT.match(inner[2:])
                 if t:
                     tests.append({'abi': abi, 'program': current, 'test': t['name'],
-                                  'status': status_of(t)})
+                                  'status': status_of(t),
+                                  'directive': (t['directive'] or '').strip()})
         block = []
     return programs, tests, done
 
@@ -215,6 +239,71 @@ def splats(lines):
                 found.append(f'{what}: {line.strip()}')
                 break
     return found
+
+
+def load_outcomes(path):
+    """config/outcomes.tsv's rules, in order: run, program, test (shell
+    patterns), status and, for a skip, the reason the test must give."""
+    rules = []
+    for n, line in enumerate(read_lines(path) or [], 1):
+        if not line.strip() or line.startswith('#'):
+            continue
+        f = line.split('\t')
+        if len(f) < 4 or f[3] not in ('pass', 'fail', 'skip'):
+            raise SystemExit(f'{path}:{n}: want run<TAB>program<TAB>test<TAB>'
+                             f'pass|fail|skip[<TAB>reason], not: {line}')
+        rules.append({'run': f[0], 'program': f[1], 'test': f[2], 'status': f[3],
+                      'reason': f[4] if len(f) > 4 else '', 'line': n, 'used': 0})
+    return rules
+
+
+def expected(rules, run, program, test):
+    """The first rule for @test of @program in @run (guest/abi[@env]), or
+    None: a pass."""
+    for r in rules:
+        if (any(fnmatch.fnmatchcase(run, pat) for pat in r['run'].split(',')) and
+                fnmatch.fnmatchcase(program, r['program']) and
+                fnmatch.fnmatchcase(test, r['test'])):
+            return r
+    return None
+
+
+def outcome(rules, run, program, test):
+    """The status config/outcomes.tsv wants of a test."""
+    r = expected(rules, run, program, test)
+    return r['status'] if r else 'pass'
+
+
+def outcome_problem(rules, run, program, test, status, directive):
+    """What is wrong with a result, against the rules; None if nothing."""
+    r = expected(rules, run, program, test)
+    if r:
+        r['used'] += 1
+    want = r['status'] if r else 'pass'
+    if status != want:
+        got = status + (f' ({directive})' if directive else '')
+        why = f" (outcomes.tsv:{r['line']})" if r else ''
+        return f'{want} expected{why}, got {got}'
+    if want == 'skip' and r['reason'] not in directive:
+        return f"skipped for '{directive}', not for '{r['reason']}' (outcomes.tsv:{r['line']})"
+    return None
+
+
+def guest_dirs(results):
+    """(name, directory) of each guest whose logs are in @results."""
+    found = [(MAIN_GUEST, results)]
+    for d in sorted(os.listdir(results)):
+        path = os.path.join(results, d)
+        if d.startswith(GUEST_DIR_PREFIX) and os.path.isdir(path):
+            found.append((d[len(GUEST_DIR_PREFIX):], path))
+    return found
+
+
+def guest_has_kunit(out_dir, guest, path):
+    """Whether the guest's kernel was built with the series' KUnit suite."""
+    config = (os.path.join(out_dir, 'build', 'qemu', '.config') if guest == MAIN_GUEST
+              else os.path.join(path, 'config'))
+    return 'CONFIG_EPOLL_KUNIT_TEST=y' in (read_text(config) or '')
 
 
 def stages(path):
@@ -306,7 +395,7 @@ def metadata(out_dir, results, stage_rows):
     }
 
 
-def kcidb(run, stage_rows, groups, programs, kernel_log):
+def kcidb(run, stage_rows, groups, guest_runs, kernel_log):
     """The run as KernelCI's KCIDB v5 objects: one checkout (base + series),
     one build per kernel (UML for KUnit, the x86_64 guest), one test per
     result; the guest's boot and its kernel log are tests too."""
@@ -344,6 +433,11 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
                     'tinyconfig + config/qemu-x86_64.config + config/debug.config')]
     builds[1]['misc'] = {'config_digest': run['config_digest'],
                          'kernel_release': run['kernel_release']}
+    for g in guest_runs[1:]:
+        b = build(f"guest-{g['guest']}", f"guest-{g['guest']}", g['guest'], None,
+                  f"config/guests: {g['guest']}")
+        b['architecture'] = 'arm64' if g['guest'].startswith('arm64') else 'x86_64'
+        builds.append(b)
     tests, seen = [], {}
     status = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP'}
 
@@ -352,8 +446,8 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
         seen[key] = seen.get(key, 0) + 1
         t = {'id': key + (f'#{seen[key]}' if seen[key] > 1 else ''), 'build_id': build_id,
              'origin': ORIGIN, 'path': path, 'status': st,
-             'environment': {'comment': 'QEMU ' + (run['accelerator'] or '?')
-                             if build_id.endswith(':guest') else 'UML'},
+             'environment': {'comment': 'UML' if build_id == builds[0]['id']
+                             else 'QEMU ' + (run['accelerator'] or '?')},
              'misc': {'log_path': log, **(misc or {})}}
         tests.append(t)
     for names, st in groups[uml_group]:
@@ -362,18 +456,19 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
     boot_ok = by_stage.get('qemu', {}).get('status') == 0
     if 'qemu' in by_stage:
         test(builds[1]['id'], 'boot', 'PASS' if boot_ok else 'FAIL', 'console.log')
-    for names, st in groups['KUnit (x86_64 guest, boot)']:
-        test(builds[1]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
-             status[st], 'console.log', {'name': '.'.join(names)})
-    for p in programs:
-        test(builds[1]['id'], f"kselftest.{p['abi']}.{component(p['program'])}",
-             status[p['status']], 'ktap.log',
-             {'exit_status': p['exit_status'], 'directive': p['directive']})
-    for t in groups['kselftests (x86_64 guest)']:
-        abi, program, name, st = t
-        test(builds[1]['id'], '.'.join(['kselftest', abi, component(program)] +
-                                       [component(n) for n in name.split('.')]),
-             status[st], 'ktap.log', {'name': name})
+    for b, g in zip(builds[1:], guest_runs):
+        logs = '' if g['guest'] == MAIN_GUEST else os.path.basename(g['path']) + '/'
+        for names, st in groups[kunit_group(g['guest'])]:
+            test(b['id'], '.'.join(['kunit'] + [component(n) for n in names]),
+                 status[st], logs + 'console.log', {'name': '.'.join(names)})
+        for p in g['programs']:
+            test(b['id'], f"kselftest.{component(p['abi'])}.{component(p['program'])}",
+                 status[p['status']], logs + 'ktap.log',
+                 {'exit_status': p['exit_status'], 'directive': p['directive']})
+        for abi, program, name, st in groups[kselftest_group(g['guest'])]:
+            test(b['id'], '.'.join(['kselftest', component(abi), component(program)] +
+                                   [component(n) for n in name.split('.')]),
+                 status[st], logs + 'ktap.log', {'name': name})
     if 'qemu' in by_stage:
         test(builds[1]['id'], 'kernel_log', 'FAIL' if kernel_log else 'PASS', 'console.log',
              {'reports': kernel_log})
@@ -430,38 +525,85 @@ def main():
     uml_name = uml_run(args.results)
     uml_group = UML_RUNS[uml_name][0]
     uml_log = read_lines(os.path.join(args.results, f'{uml_name}.log'))
-    console = read_lines(os.path.join(args.results, 'console.log'))
-    boot = console[:next((i for i, l in enumerate(console)
-                          if l.startswith('Run /init')), len(console))] if console else None
     tree = os.path.join(out_dir, 'linux')
     uml = kunit_cases(os.path.join(args.results, f'{uml_name}.json'))
-    guest = kunit_parse(tree, boot, 'kunit-guest', args.results)
-    groups = {
-        uml_group: uml or [],
-        GROUPS[1]: guest or [],
-        GROUPS[2]: [(t['abi'], t['program'], t['test'], t['status']) for t in ktests],
-    }
-    for name in (uml_group, GROUPS[1]):
-        if not groups[name]:
-            msg = f'{name}: ran no test'
-            (problems.append if args.expect_kunit else out.append)(msg)
-    if not programs:
-        problems.append('kselftests: ran no test program')
-    elif not done:
-        problems.append('kselftests: the guest did not finish (no "epoll-guest: done" in ktap.log)')
-    for p in programs:
-        if p['status'] != 'pass' and not (p['status'] == 'skip' and args.allow_skip):
-            problems.append(f"kselftest program {p['abi']}/{p['program']}: "
-                            f"{p['status']} {p['directive']}".strip())
-    for name, results in groups.items():
-        for r in results:
-            st = r[-1]
-            skip_checked = name == UML_RUNS['kunit-uml-nopm'][0]
-            if st == 'fail' or (st == 'skip' and not args.allow_skip and not skip_checked):
-                label = '.'.join(r[0]) if name != GROUPS[2] else f'{r[0]}/{r[1]}:{r[2]}'
-                problems.append(f'{name}: {label}: {st}')
+    groups = {uml_group: uml or []}
+    if not groups[uml_group]:
+        msg = f'{uml_group}: ran no test'
+        (problems.append if args.expect_kunit else out.append)(msg)
+    for r in groups[uml_group]:
+        skip_checked = uml_group == UML_RUNS['kunit-uml-nopm'][0]
+        if r[-1] == 'fail' or (r[-1] == 'skip' and not args.allow_skip and not skip_checked):
+            problems.append(f"{uml_group}: {'.'.join(r[0])}: {r[-1]}")
 
-    kernel_log = splats(uml_log or []) + splats(console or [])
+    strict = not args.allow_skip
+    rules = load_outcomes(OUTCOMES) if strict else []
+    kernel_log = splats(uml_log or [])
+    environments, guest_runs, all_programs, all_tests = {}, [], [], []
+    for guest, path in guest_dirs(args.results):
+        g_ktap = ktap if guest == MAIN_GUEST else read_lines(os.path.join(path, 'ktap.log'))
+        g_programs, g_tests, g_done = ((programs, ktests, done) if guest == MAIN_GUEST
+                                       else kselftest_results(g_ktap or []))
+        console = read_lines(os.path.join(path, 'console.log'))
+        boot = console[:next((i for i, l in enumerate(console)
+                              if l.startswith('Run /init')), len(console))] if console else None
+        name = 'kunit-guest' if guest == MAIN_GUEST else os.path.join(
+            os.path.basename(path), 'kunit-guest')
+        kunit = kunit_parse(tree, boot, name, args.results) or []
+        kg, sg = kunit_group(guest), kselftest_group(guest)
+        groups[kg] = kunit
+        groups[sg] = [(t['abi'], t['program'], t['test'], t['status']) for t in g_tests]
+        guest_runs.append({'guest': guest, 'path': path, 'programs': g_programs,
+                           'accel': read_text(os.path.join(path, 'accel'))})
+        label = '' if guest == MAIN_GUEST else f'{guest}/'
+        all_programs += [dict(p, abi=label + p['abi']) for p in g_programs]
+        all_tests += [dict(t, abi=label + t['abi']) for t in g_tests]
+        if not kunit and guest_has_kunit(out_dir, guest, path) and (
+                args.expect_kunit or guest != MAIN_GUEST):
+            problems.append(f'{kg}: ran no test')
+        elif not kunit:
+            out.append(f'{kg}: ran no test')
+        for names, st in kunit:
+            why = outcome_problem(rules, f'{guest}/kunit', names[0], '.'.join(names[1:]),
+                                  st, '') if strict else (
+                'failed' if st == 'fail' else None)
+            if why:
+                problems.append(f"{kg}: {'.'.join(names)}: {why}")
+        if not g_programs:
+            problems.append(f'{sg}: ran no test program')
+        elif not g_done:
+            problems.append(f'{sg}: the guest did not finish (no "epoll-guest: done" in ktap.log)')
+        for t in g_tests:
+            run_key = f"{guest}/{t['abi']}"
+            environments.setdefault(run_key, []).append(t['status'])
+            if strict:
+                why = outcome_problem(rules, run_key, t['program'], t['test'],
+                                      t['status'], t['directive'])
+            else:
+                why = 'failed' if t['status'] == 'fail' else None
+            if why:
+                problems.append(f"{sg}: {t['abi']}/{t['program']}:{t['test']}: {why}")
+        for p in g_programs:
+            want = {outcome(rules, f"{guest}/{p['abi']}", p['program'], t['test'])
+                    for t in g_tests if t['abi'] == p['abi'] and t['program'] == p['program']}
+            ok = ({'fail'} if 'fail' in want else {'skip', 'pass'} if want == {'skip'}
+                  else {'pass'})
+            if args.allow_skip:
+                ok |= {'skip'}
+            if p['status'] not in ok:
+                problems.append(f"{sg}: program {p['abi']}/{p['program']}: "
+                                f"{p['status']} {p['directive']}, expected "
+                                f"{' or '.join(sorted(ok))}".strip())
+        kernel_log += splats(console or [])
+    ran = set(environments) | {f'{g["guest"]}/kunit' for g in guest_runs}
+    if strict and not os.path.exists(OUTCOMES):
+        problems.append(f'no {OUTCOMES}: every skip and expected failure must be listed there')
+    for r in rules:
+        if not r['used'] and not any(ch in r['program'] + r['test'] for ch in '*?[') and \
+                any(fnmatch.fnmatchcase(k, pat) for k in ran for pat in r['run'].split(',')):
+            problems.append(f"outcomes.tsv:{r['line']}: {r['program']}:{r['test']} "
+                            f"did not run in {r['run']}")
+    programs = all_programs
     problems += [f'kernel log: {s}' for s in kernel_log]
     run = metadata(out_dir, args.results, stage_rows)
     counts = {name: count(r[-1] for r in results) for name, results in groups.items()}
@@ -472,8 +614,9 @@ def main():
     summary = {
         'schema': 'eventpoll-series-summary', 'schema_version': SCHEMA_VERSION,
         'run': run, 'stages': stage_rows, 'counts': counts, 'layers': layers,
+        'environments': {k: count(v) for k, v in environments.items()},
         'programs': programs, 'kernel_log': kernel_log,
-        'kcidb': kcidb(run, stage_rows, groups, programs, kernel_log),
+        'kcidb': kcidb(run, stage_rows, groups, guest_runs, kernel_log),
     }
 
     out.append(f"{'stage':<28}{'seconds':>8}  status")
@@ -487,8 +630,12 @@ def main():
             if sum(lc.values()):
                 out.append(f"{'  ' + layer:<36}{lc['pass']:>8}{lc['fail']:>8}{lc['skip']:>8}")
     out.append('')
+    out.append(f"{'kselftests by guest/ABI@environment':<36}{'passed':>8}{'failed':>8}{'skipped':>8}")
+    for name, c in summary['environments'].items():
+        out.append(f"  {name:<34}{c['pass']:>8}{c['fail']:>8}{c['skip']:>8}")
+    out.append('')
     for p in programs:
-        per = count(t['status'] for t in ktests
+        per = count(t['status'] for t in all_tests
                     if t['abi'] == p['abi'] and t['program'] == p['program'])
         out.append(f"  {p['abi'] + '/' + p['program']:<38} {p['status']:<5} "
                    f"{per['pass']} passed, {per['fail']} failed, "

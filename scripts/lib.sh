@@ -84,6 +84,41 @@ posting_patches() {
 	series_patches | grep "^$1/"
 }
 
+# The postings that posting $1 needs applied first, as the header block of
+# its cover letter template names them, one 'prerequisite-posting:
+# <posting>' line each (the one place the dependencies are written).
+# make export turns them into the 'prerequisite-patch-id:' lines that
+# git format-patch --base writes.
+posting_deps() {
+	sed -n '1,/^$/ s/^prerequisite-posting:[[:space:]]*\([^[:space:]]*\)[[:space:]]*$/\1/p' \
+		"$COVER_DIR/$1.txt" 2>/dev/null
+}
+
+# What posting $1 needs, its dependencies' dependencies included, in the
+# order of 'series' (postings not in 'series' are left out).
+posting_prereqs() {
+	local -A want=()
+	local todo=("$1") p d
+
+	while [ ${#todo[@]} -gt 0 ]; do
+		p=${todo[0]}
+		todo=("${todo[@]:1}")
+		for d in $(posting_deps "$p"); do
+			[ -n "${want[$d]:-}" ] || { want[$d]=1; todo+=("$d"); }
+		done
+	done
+	for p in $(postings); do
+		[ -z "${want[$p]:-}" ] || [ "$p" = "$1" ] || printf '%s\n' "$p"
+	done
+}
+
+# Header field $2 of the mail (or cover letter template) $1: the first
+# one, folded lines joined.
+mail_field() {
+	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g' |
+		sed -n "s/^$2: //Ip" | head -1
+}
+
 # True when commit $1 of $WORKTREE belongs to the proof layer.
 is_proof_commit() {
 	git -C "$WORKTREE" log -1 --format=%B "$1" | grep -qxF "$PROOF_TRAILER"

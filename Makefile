@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS GUEST_PANIC
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC SUBMIT_FROM
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -83,6 +83,7 @@ help:
 	  '  PROTON_VERSION  make event-loop: Debian'"'"'s qpid-proton source version (default: 0.37.0-2)' \
 	  '  SEND=1        make submit: really send the mails (git send-email)' \
 	  '  POSTING       make submit: only this posting (default: all)' \
+	  '  SUBMIT_FROM   make submit: the sender, "Name <addr>" (default: git config user.name, user.email)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
@@ -179,7 +180,8 @@ event-loop:
 export:
 	$(S)/export-series.sh
 
-## make submit   each posting as mails with its Cc list, checked; dry run (SEND=1 sends)
+## make submit   each posting as mails signed by the sender (SUBMIT_FROM or git config), checked;
+##               dry run (SEND=1 sends)
 submit:
 	$(S)/submit.sh $(if $(SEND),--send) $(POSTING)
 

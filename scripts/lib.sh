@@ -116,7 +116,37 @@ posting_prereqs() {
 # one, folded lines joined.
 mail_field() {
 	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g' |
-		sed -n "s/^$2: //Ip" | head -1
+		sed -n "s/^$2: //I; T; p; q"
+}
+
+# The addresses of To:/Cc: values on stdin, one a line, lower case.
+addresses() {
+	tr ',' '\n' | sed -E 's/.*<([^>]+)>.*/\1/; s/^[[:space:]]+//; s/[[:space:]]+$//' |
+		tr 'A-Z' 'a-z' | sed '/^$/d'
+}
+
+# Mail domains that never deliver (RFC 2606, RFC 6761): an identity there
+# is a placeholder (the repository's own commits are signed by one) or a
+# test identity, never a person.
+readonly UNDELIVERABLE_RE='(\.(example|test|invalid|localhost|local)|@localhost|@(.*\.)?example\.(com|net|org))>?$'
+
+# True when identity or address $1 ("Name <addr>" or addr) cannot receive mail.
+undeliverable() {
+	grep -Eiq "$UNDELIVERABLE_RE" <<<"$1"
+}
+
+# A sentence for a cover letter that names the upstream version of base
+# commit $2 of repository $1, when the commit is a local import (as
+# get-base-tree.sh makes from Debian's tarball) and so unknown upstream;
+# nothing when the commit is an upstream one that base-commit: names.
+base_description() {
+	local subject re='^Linux ([^ ]+) [(]([^ ]+) ([^ )]+)[)]$'
+
+	subject=$(git -C "$1" log -1 --format=%s "$2")
+	if [[ $subject =~ $re ]]; then
+		printf 'Based on v%s as Debian ships it (%s %s);\nbase-commit is that tree as imported into git here, not an upstream\ncommit.\n' \
+			"${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
+	fi
 }
 
 # True when commit $1 of $WORKTREE belongs to the proof layer.

@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS GUEST_PANIC
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC SUBMIT_FROM
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -55,7 +55,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu guests \
 	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
-	bench event-loop export submit clean
+	bench event-loop export submit mail-roundtrip clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -82,7 +82,8 @@ help:
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
 	  '  PROTON_VERSION  make event-loop: Debian'"'"'s qpid-proton source version (default: 0.37.0-2)' \
 	  '  SEND=1        make submit: really send the mails (git send-email)' \
-	  '  POSTING       make submit: only this posting (default: all)' \
+	  '  POSTING       make submit, make mail-roundtrip: only this posting (default: all)' \
+	  '  SUBMIT_FROM   make submit: the sender, "Name <addr>" (default: git config user.name, user.email)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 
 ## make run      apply the series, KUnit on UML, boot the guest, run the kselftests
@@ -100,6 +101,7 @@ check:
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) -k mutate-sample $(S)/run-mutate.sh sample
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
+	$(STAGE) mail-roundtrip $(S)/check-mail.sh
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(guest_stages)
@@ -184,9 +186,15 @@ event-loop:
 export:
 	$(S)/export-series.sh
 
-## make submit   each posting as mails with its Cc list, checked; dry run (SEND=1 sends)
+## make submit   each posting as mails signed by the sender (SUBMIT_FROM or git config), checked;
+##               dry run (SEND=1 sends)
 submit:
 	$(S)/submit.sh $(if $(SEND),--send) $(POSTING)
+
+## make mail-roundtrip  the postings as mails into local mboxes, back with b4 am and git am:
+##               threading, recipients, trailers, base and prerequisites, the workbench's trees
+mail-roundtrip:
+	$(S)/check-mail.sh $(POSTING)
 
 ## make clean    remove build dirs and results (the cache and out/linux stay)
 clean:

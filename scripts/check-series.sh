@@ -32,11 +32,13 @@ Check, after scripts/apply-series.sh has applied the series with 'git am':
      proof layer's trailer, a proof patch does;
   3. each posting (a directory of patches/, a section of 'series') has a
      cover letter template, Documentation/cover-letters/<posting>.txt,
-     with To: and Cc:, and 'Depends-on:' names only earlier postings;
-     no patch of a posting changes a file that an earlier patch of the
-     same posting added (a fixup belongs in the patch it fixes); and the
-     posting applies with 'git am' onto the base plus the postings it
-     depends on, and nothing else;
+     whose header block holds Subject:, To:, Cc: and nothing else but
+     'prerequisite-posting: <posting>' lines, each naming an earlier
+     posting; no patch of a posting changes a file that an earlier patch
+     of the same posting added (a fixup belongs in the patch it fixes);
+     and the posting applies with 'git am' onto the base plus the
+     postings it needs (those its template names, and theirs), and
+     nothing else;
   4. patches/, series, proof/, kunit/ and selftests/ are what
      scripts/export-series.sh makes from the applied commits (nothing
      hand-edited, nothing stale), whoever runs the check;
@@ -157,11 +159,6 @@ check_headers() {
 	done < <(proof_patches)
 }
 
-# Postings named by 'Depends-on:' in the template of posting $1.
-depends_on() {
-	sed -n '1,/^$/s/^Depends-on: //p' "$COVER_DIR/$1.txt" 2>/dev/null | tr ', ' '\n\n' | sed '/^$/d'
-}
-
 # The files patch $1 adds ("new file mode").
 added_files() {
 	awk '/^diff --git a\// { f = $3; sub(/^a\//, "", f) } /^new file mode/ { print f }' "$1"
@@ -191,7 +188,24 @@ check_no_fixup() {
 	done
 }
 
-# Each posting applies onto the base plus what it depends on.
+# The header block of posting $1's template: Subject:, To:, Cc:, and the
+# postings it needs; any other line would go into the mail unchecked.
+check_template_header() {
+	local t="$COVER_DIR/$1.txt" line
+
+	grep -Eq '^To: .+@' "$t" || problem "posting $1: its cover letter has no To:"
+	grep -Eq '^Cc: .+@' "$t" || problem "posting $1: its cover letter has no Cc:"
+	while IFS= read -r line; do
+		case "$line" in
+		"Subject: "*|"To: "*|"Cc: "*|"prerequisite-posting: "*|[[:space:]]*|"") ;;
+		"Depends-on:"*)
+			problem "posting $1: 'Depends-on:' in ${t#"$REPO_DIR"/} is no longer read: write one 'prerequisite-posting: <posting>' line a posting it needs" ;;
+		*) problem "posting $1: ${t#"$REPO_DIR"/} has '${line%%:*}:' in its header block; only Subject:, To:, Cc: and prerequisite-posting: belong there" ;;
+		esac
+	done < <(sed -n '1,/^$/p' "$t")
+}
+
+# Each posting applies onto the base plus what it needs.
 check_postings_apply() {
 	local tmp=$1 posting dep earlier="" wt="$tmp/postings-wt" p
 
@@ -200,20 +214,19 @@ check_postings_apply() {
 	for posting in $(postings); do
 		[ -f "$COVER_DIR/$posting.txt" ] ||
 			{ problem "posting $posting has no cover letter template Documentation/cover-letters/$posting.txt"; continue; }
-		for dep in $(depends_on "$posting"); do
+		for dep in $(posting_deps "$posting"); do
 			grep -qxF "$dep" <<<"$earlier" ||
-				problem "posting $posting depends on '$dep', which is no earlier posting"
+				problem "posting $posting needs '$dep' (prerequisite-posting:), which is no earlier posting"
 		done
-		grep -Eq '^To: .+@' "$COVER_DIR/$posting.txt" || problem "posting $posting: its cover letter has no To:"
-		grep -Eq '^Cc: .+@' "$COVER_DIR/$posting.txt" || problem "posting $posting: its cover letter has no Cc:"
+		check_template_header "$posting"
 		check_no_fixup "$posting" "$PATCHES_DIR" < <(posting_patches "$posting")
 		git -C "$wt" checkout -q -f --detach "$(base_commit)"
-		for p in $(for dep in $(depends_on "$posting"); do posting_patches "$dep"; done) \
+		for p in $(for dep in $(posting_prereqs "$posting"); do posting_patches "$dep"; done) \
 			 $(posting_patches "$posting"); do
 			git -C "$wt" -c user.name=check-series -c user.email=check-series@localhost \
 				am -q "$PATCHES_DIR/$p" >/dev/null 2>&1 || {
 				git -C "$wt" am --abort >/dev/null 2>&1 || true
-				problem "posting $posting does not apply onto the base plus '$(depends_on "$posting" | tr '\n' ' ')': $p fails"
+				problem "posting $posting does not apply onto the base plus '$(posting_prereqs "$posting" | tr '\n' ' ')': $p fails"
 				break
 			}
 		done

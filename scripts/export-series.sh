@@ -31,7 +31,10 @@ are the proof layer; they must all come after the postings' commits.
                     P, with the subject prefix of P's cover letter template
                     (Documentation/cover-letters/P.txt), and
                     0000-cover-letter.patch made from that template with
-                    the posting's shortlog and diffstat
+                    the posting's shortlog and diffstat, and a
+                    'prerequisite-patch-id:' line (git patch-id --stable)
+                    for each patch of the postings the template names in
+                    'prerequisite-posting:' lines, and of theirs
   proof/series, proof/*.patch   the proof layer's mails
   kunit/, selftests/            the postings' files in fs/tests/ and in
                     tools/testing/selftests/filesystems/epoll/, as the
@@ -52,15 +55,9 @@ EOF
 # Name without the NNNN- prefix, to follow a patch across renumbering.
 slug() { sed -E 's/^[0-9]{4}-//' <<<"$1"; }
 
-# The mail header field $2 of cover letter template $1, folded lines joined.
-template_field() {
-	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g' |
-		sed -n "s/^$2: //p"
-}
-
 # "PATCH" or "RFC PATCH" from the Subject: of template $1.
 subject_prefix() {
-	template_field "$1" Subject | sed -n 's/^\[\([^]]*\) 0\/[0-9n]*\].*/\1/p'
+	mail_field "$1" Subject | sed -n 's/^\[\([^]]*\) 0\/[0-9n]*\].*/\1/p'
 }
 
 # Assign each commit of base..HEAD, oldest first, to a posting or to the
@@ -126,19 +123,36 @@ write_series() {
 	done < "$listing"
 }
 
-# The cover letter of posting $1 (commits $2..$3) from its template.
+# The cover letter of posting $1 (commits $2..$3) from its template; the
+# posting's prerequisites' mails are in $4/<posting>/. The template's
+# header block gives Subject:, To:, Cc: and the postings it needs
+# ('prerequisite-posting:'); those become what git format-patch --base
+# writes after the diffstat, one 'prerequisite-patch-id:' a patch they
+# post (the base-commit: line, a fact of the sender's tree, is added by
+# scripts/submit.sh).
 cover_letter() {
-	local posting=$1 from=$2 to=$3 template="$COVER_DIR/$1.txt" n
+	local posting=$1 from=$2 to=$3 mails=$4 template="$COVER_DIR/$1.txt" n dep p
 
 	n=$(git -C "$WORKTREE" rev-list --count "$from..$to")
 	printf 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n'
 	git -C "$WORKTREE" log -1 --format='From: %an <%ae>%nDate: %aD' "$to"
-	sed -n '1,/^$/p' "$template" | grep -v '^Depends-on:' |
+	sed -n '1,/^$/p' "$template" | grep -v '^prerequisite-posting:' |
 		sed "s|^\(Subject: \[[^]]*\) 0/[0-9n]*\]|\1 0/$n]|"
 	sed '1,/^$/d' "$template"
 	printf '\n'
 	git -C "$WORKTREE" shortlog --no-merges "$from..$to"
 	git -C "$WORKTREE" diff --stat="$STAT_WIDTH" --summary "$from" "$to"
+	dep=$(posting_prereqs "$posting")
+	[ -n "$dep" ] || return 0
+	printf '\n'
+	for dep in $dep; do
+		[ -d "$mails/$dep" ] ||
+			die "posting $posting needs $dep, which is not among the postings before it: fix 'prerequisite-posting:' in $template"
+		for p in "$mails/$dep"/[0-9][0-9][0-9][0-9]-*.patch; do
+			[ "${p##*/}" != 0000-cover-letter.patch ] || continue
+			printf 'prerequisite-patch-id: %s\n' "$(git patch-id --stable < "$p" | cut -d' ' -f1)"
+		done
+	done
 }
 
 # Mirror into $1 the files under the paths of MIRRORS that commits
@@ -193,7 +207,7 @@ main() {
 		git -C "$WORKTREE" format-patch -q --no-signature --zero-commit --numbered \
 			--subject-prefix="$prefix" -o "$tmp/patches/$posting" "$top..$last" ||
 			die "git format-patch failed for posting $posting"
-		cover_letter "$posting" "$top" "$last" > "$tmp/patches/$posting/0000-cover-letter.patch"
+		cover_letter "$posting" "$top" "$last" "$tmp/patches" > "$tmp/patches/$posting/0000-cover-letter.patch"
 		(cd "$tmp/patches" && ls "$posting"/[0-9][0-9][0-9][0-9]-*.patch |
 			grep -v '/0000-cover-letter.patch$') >> "$tmp/listing"
 		top=$last

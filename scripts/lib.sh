@@ -84,6 +84,71 @@ posting_patches() {
 	series_patches | grep "^$1/"
 }
 
+# The postings that posting $1 needs applied first, as the header block of
+# its cover letter template names them, one 'prerequisite-posting:
+# <posting>' line each (the one place the dependencies are written).
+# make export turns them into the 'prerequisite-patch-id:' lines that
+# git format-patch --base writes.
+posting_deps() {
+	sed -n '1,/^$/ s/^prerequisite-posting:[[:space:]]*\([^[:space:]]*\)[[:space:]]*$/\1/p' \
+		"$COVER_DIR/$1.txt" 2>/dev/null
+}
+
+# What posting $1 needs, its dependencies' dependencies included, in the
+# order of 'series' (postings not in 'series' are left out).
+posting_prereqs() {
+	local -A want=()
+	local todo=("$1") p d
+
+	while [ ${#todo[@]} -gt 0 ]; do
+		p=${todo[0]}
+		todo=("${todo[@]:1}")
+		for d in $(posting_deps "$p"); do
+			[ -n "${want[$d]:-}" ] || { want[$d]=1; todo+=("$d"); }
+		done
+	done
+	for p in $(postings); do
+		[ -z "${want[$p]:-}" ] || [ "$p" = "$1" ] || printf '%s\n' "$p"
+	done
+}
+
+# Header field $2 of the mail (or cover letter template) $1: the first
+# one, folded lines joined.
+mail_field() {
+	sed -n '1,/^$/p' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g' |
+		sed -n "s/^$2: //I; T; p; q"
+}
+
+# The addresses of To:/Cc: values on stdin, one a line, lower case.
+addresses() {
+	tr ',' '\n' | sed -E 's/.*<([^>]+)>.*/\1/; s/^[[:space:]]+//; s/[[:space:]]+$//' |
+		tr 'A-Z' 'a-z' | sed '/^$/d'
+}
+
+# Mail domains that never deliver (RFC 2606, RFC 6761): an identity there
+# is a placeholder (the repository's own commits are signed by one) or a
+# test identity, never a person.
+readonly UNDELIVERABLE_RE='(\.(example|test|invalid|localhost|local)|@localhost|@(.*\.)?example\.(com|net|org))>?$'
+
+# True when identity or address $1 ("Name <addr>" or addr) cannot receive mail.
+undeliverable() {
+	grep -Eiq "$UNDELIVERABLE_RE" <<<"$1"
+}
+
+# A sentence for a cover letter that names the upstream version of base
+# commit $2 of repository $1, when the commit is a local import (as
+# get-base-tree.sh makes from Debian's tarball) and so unknown upstream;
+# nothing when the commit is an upstream one that base-commit: names.
+base_description() {
+	local subject re='^Linux ([^ ]+) [(]([^ ]+) ([^ )]+)[)]$'
+
+	subject=$(git -C "$1" log -1 --format=%s "$2")
+	if [[ $subject =~ $re ]]; then
+		printf 'Based on v%s as Debian ships it (%s %s);\nbase-commit is that tree as imported into git here, not an upstream\ncommit.\n' \
+			"${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
+	fi
+}
+
 # True when commit $1 of $WORKTREE belongs to the proof layer.
 is_proof_commit() {
 	git -C "$WORKTREE" log -1 --format=%B "$1" | grep -qxF "$PROOF_TRAILER"

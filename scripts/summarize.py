@@ -164,6 +164,29 @@ def kunit_cases(json_path):
     return cases
 
 
+def kunit_skip_reasons(log_lines):
+    """The reason of each skipped KUnit result in a KTAP log, keyed by the
+    names of its subtests from the top down, joined by dots."""
+    reasons, stack = {}, []
+    for line in log_lines or []:
+        indent = len(line) - len(line.lstrip(' '))
+        text = line.strip()
+        if text.startswith('# Subtest: '):
+            stack = [(i, n) for i, n in stack if i < indent] + [(indent, text[11:])]
+            continue
+        m = RESULT.match(text)
+        if m and (m['directive'] or '').upper().startswith('SKIP'):
+            path = [n for i, n in stack if i <= indent] + [m['name']]
+            reasons['.'.join(path)] = m['directive'][4:].strip()
+    return reasons
+
+
+def kunit_reason(reasons, names):
+    """The reason kunit_skip_reasons() found for case @names, or ''."""
+    key = '.'.join(names)
+    return next((r for k, r in reasons.items() if k == key or k.endswith('.' + key)), '')
+
+
 def kunit_parse(tree, log_lines, name, results):
     """'kunit.py parse --json' of a kernel log; the parsed cases or None."""
     kunit = os.path.join(tree, 'tools', 'testing', 'kunit', 'kunit.py')
@@ -181,7 +204,9 @@ def kunit_parse(tree, log_lines, name, results):
 
 def kselftest_results(lines):
     """Programs and their tests in ktap.log: one block per ABI, indented,
-    holding run_kselftest.sh's TAP, whose '# ' lines hold each program's."""
+    holding run_kselftest.sh's TAP, whose '# ' lines hold each program's.
+    The blocks' own results are kept as programs named '' (the runner of
+    that ABI or environment)."""
     programs, tests, block, done = [], [], [], False
     for line in lines:
         if line.startswith('# epoll-guest: done'):
@@ -193,6 +218,10 @@ def kselftest_results(lines):
         if not m:
             continue
         abi, current = m['name'], None
+        if m['ok'] != 'ok':
+            programs.append({'abi': abi, 'program': '', 'status': 'fail',
+                             'directive': '; '.join(l for l in block if not l.startswith('#'))[:200],
+                             'exit_status': None})
         for inner in block:
             header = PROGRAM_HEADER.match(inner)
             if header:
@@ -531,13 +560,17 @@ def main():
     if not groups[uml_group]:
         msg = f'{uml_group}: ran no test'
         (problems.append if args.expect_kunit else out.append)(msg)
-    for r in groups[uml_group]:
-        skip_checked = uml_group == UML_RUNS['kunit-uml-nopm'][0]
-        if r[-1] == 'fail' or (r[-1] == 'skip' and not args.allow_skip and not skip_checked):
-            problems.append(f"{uml_group}: {'.'.join(r[0])}: {r[-1]}")
-
     strict = not args.allow_skip
     rules = load_outcomes(OUTCOMES) if strict else []
+    uml_reasons = kunit_skip_reasons(uml_log)
+    for names, st in groups[uml_group]:
+        if strict:
+            why = outcome_problem(rules, f'{UML_RUNS[uml_name][1]}/kunit', names[0],
+                                  '.'.join(names[1:]), st, kunit_reason(uml_reasons, names))
+        else:
+            why = 'failed' if st == 'fail' else None
+        if why:
+            problems.append(f"{uml_group}: {'.'.join(names)}: {why}")
     kernel_log = splats(uml_log or [])
     environments, guest_runs, all_programs, all_tests = {}, [], [], []
     for guest, path in guest_dirs(args.results):
@@ -563,9 +596,10 @@ def main():
             problems.append(f'{kg}: ran no test')
         elif not kunit:
             out.append(f'{kg}: ran no test')
+        reasons = kunit_skip_reasons(boot)
         for names, st in kunit:
             why = outcome_problem(rules, f'{guest}/kunit', names[0], '.'.join(names[1:]),
-                                  st, '') if strict else (
+                                  st, kunit_reason(reasons, names)) if strict else (
                 'failed' if st == 'fail' else None)
             if why:
                 problems.append(f"{kg}: {'.'.join(names)}: {why}")
@@ -583,9 +617,23 @@ def main():
                 why = 'failed' if t['status'] == 'fail' else None
             if why:
                 problems.append(f"{sg}: {t['abi']}/{t['program']}:{t['test']}: {why}")
+        posted_set = posted_programs()
         for p in g_programs:
+            if not p['program']:
+                ran_here = {q['program'] for q in g_programs if q['abi'] == p['abi']} - {''}
+                expected_fail = any(
+                    outcome(rules, f"{guest}/{p['abi']}", q, t['test']) == 'fail'
+                    for q in ran_here for t in g_tests
+                    if t['abi'] == p['abi'] and t['program'] == q)
+                if not ran_here or not expected_fail:
+                    problems.append(f"{sg}: {p['abi']}: the runner failed"
+                                    f"{': ' + p['directive'] if p['directive'] else ''}")
+                continue
+            mine = [t for t in g_tests if t['abi'] == p['abi'] and t['program'] == p['program']]
+            if not mine and p['status'] == 'pass':
+                problems.append(f"{sg}: program {p['abi']}/{p['program']} reported no test")
             want = {outcome(rules, f"{guest}/{p['abi']}", p['program'], t['test'])
-                    for t in g_tests if t['abi'] == p['abi'] and t['program'] == p['program']}
+                    for t in mine}
             ok = ({'fail'} if 'fail' in want else {'skip', 'pass'} if want == {'skip'}
                   else {'pass'})
             if args.allow_skip:
@@ -594,8 +642,15 @@ def main():
                 problems.append(f"{sg}: program {p['abi']}/{p['program']}: "
                                 f"{p['status']} {p['directive']}, expected "
                                 f"{' or '.join(sorted(ok))}".strip())
+        for abi in {p['abi'] for p in g_programs}:
+            if '@' in abi or guest != MAIN_GUEST:
+                missing = posted_set - {p['program'] for p in g_programs if p['abi'] == abi}
+                if missing:
+                    problems.append(f"{sg}: {abi}: posted programs that did not run: "
+                                    f"{' '.join(sorted(missing))}")
         kernel_log += splats(console or [])
-    ran = set(environments) | {f'{g["guest"]}/kunit' for g in guest_runs}
+    ran = set(environments) | {f'{g["guest"]}/kunit' for g in guest_runs} | (
+        {f'{UML_RUNS[uml_name][1]}/kunit'} if groups[uml_group] else set())
     if strict and not os.path.exists(OUTCOMES):
         problems.append(f'no {OUTCOMES}: every skip and expected failure must be listed there')
     for r in rules:

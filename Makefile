@@ -97,6 +97,7 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
+	$(STAGE) check-external $(S)/check-external.sh
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) -k mutate-sample $(S)/run-mutate.sh sample
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch

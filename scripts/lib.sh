@@ -242,3 +242,24 @@ with_timeout() {
 	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || die "$stage: timed out after ${secs}s"
 	return "$rc"
 }
+
+# The postings to other projects (external/<suite>/: LTP, liburing), each
+# with its pinned source (SOURCE), cover letter template, patch mails and
+# readable copies of the test files they add.
+readonly EXTERNAL_DIR="$REPO_DIR/external"
+readonly EXTERNAL_SUITES=(ltp liburing)
+
+# Value of key @2 in the pin file @1 (key=value lines).
+pin_field() {
+	local value
+
+	value=$(sed -n "s/^$2=//p" "$1")
+	[ -n "$value" ] || die "${1#"$REPO_DIR"/} has no '$2=' line"
+	printf '%s\n' "$value"
+}
+
+# The patch mails of suite @1, cover letter left out, in order.
+external_patches() {
+	find "$EXTERNAL_DIR/$1/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
+		! -name '0000-*' | sort
+}

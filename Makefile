@@ -55,7 +55,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
 	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
-	bench event-loop export submit clean
+	bench event-loop export submit suites clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -179,6 +179,11 @@ event-loop:
 ## make export   turn the commits in out/linux back into patches/, series, proof/, kunit/, selftests/
 export:
 	$(S)/export-series.sh
+
+## make suites   LTP's and liburing's epoll tests with external/'s postings, static, for the guest
+suites:
+	$(S)/build-ltp-tests.sh
+	$(S)/build-liburing-tests.sh
 
 ## make submit   each posting as mails with its Cc list, checked; dry run (SEND=1 sends)
 submit:

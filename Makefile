@@ -55,7 +55,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu guests \
 	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
-	bench event-loop export submit mail-roundtrip clean
+	bench event-loop export submit mail-roundtrip suites clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -98,6 +98,7 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
+	$(STAGE) check-external $(S)/check-external.sh
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) -k mutate-sample $(S)/run-mutate.sh sample
 	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
@@ -185,6 +186,11 @@ event-loop:
 ## make export   turn the commits in out/linux back into patches/, series, proof/, kunit/, selftests/
 export:
 	$(S)/export-series.sh
+
+## make suites   LTP's and liburing's epoll tests with external/'s postings, static, for the guest
+suites:
+	$(S)/build-ltp-tests.sh
+	$(S)/build-liburing-tests.sh
 
 ## make submit   each posting as mails signed by the sender (SUBMIT_FROM or git config), checked;
 ##               dry run (SEND=1 sends)

@@ -23,6 +23,7 @@ readonly PACKAGES=(
 	python3-jsonschema					# summary.json
 	gnuplot-nox dwarves					# make bench: plot, pahole
 	cmake g++ dpkg-dev					# make event-loop: Qpid Proton, apt-get source
+	autoconf automake m4 pkgconf				# make suites: LTP's configure
 	git-email b4 libmailtools-perl bsdextrautils		# submit
 )
 

@@ -307,3 +307,95 @@ with_timeout() {
 	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || die "$stage: timed out after ${secs}s"
 	return "$rc"
 }
+
+# The postings to other projects (external/<suite>/: LTP, liburing), each
+# with its pinned source (SOURCE), cover letter template, patch mails and
+# readable copies of the test files they add.
+readonly EXTERNAL_DIR="$REPO_DIR/external"
+readonly EXTERNAL_SUITES=(ltp liburing)
+# What the build scripts install for the guest: <suite>/run and its programs.
+readonly SUITES_DIR="$BUILD_DIR/suites"
+
+# Value of key @2 in the pin file @1 (key=value lines).
+pin_field() {
+	local value
+
+	value=$(sed -n "s/^$2=//p" "$1")
+	[ -n "$value" ] || die "${1#"$REPO_DIR"/} has no '$2=' line"
+	printf '%s\n' "$value"
+}
+
+# The patch mails of suite @1, cover letter left out, in order.
+external_patches() {
+	find "$EXTERNAL_DIR/$1/patches" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.patch' \
+		! -name '0000-*' | sort
+}
+
+# Make @1 a git repository of the tarball @2 (its top directory
+# stripped), one commit tagged 'base', unless it is one already.
+external_base_repo() {
+	local repo=$1 tarball=$2 tmp
+
+	git -C "$repo" rev-parse -q --verify 'base^{commit}' >/dev/null 2>&1 && return 0
+	tmp="$repo.new.$$"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	tar -xf "$tarball" -C "$tmp" --strip-components=1
+	git -C "$tmp" init -q
+	# Upstream's .gitignore files match some files the tarball holds.
+	git -C "$tmp" add -f -A
+	git -C "$tmp" -c user.name=base -c user.email=base@localhost \
+		commit -q -m "${tarball##*/}"
+	git -C "$tmp" tag base
+	rm -rf "$repo"
+	mv "$tmp" "$repo"
+}
+
+# The work tree @1 of suite @2: a shared clone of the base repo @3 with
+# the suite's patches applied by 'git am' on branch 'posting'. Left as it
+# is when the patches and the branch are what the last call made, so a
+# rebuild is incremental; refused when it holds work not yet exported
+# (scripts/export-external.sh), unless FORCE=1.
+external_tree() {
+	local src=$1 suite=$2 base=$3 stamp patches want have
+
+	stamp="$src/.git/posting-stamp"
+	mapfile -t patches < <(external_patches "$suite")
+	[ "${#patches[@]}" -gt 0 ] || die "no patches in external/$suite/patches/"
+	want=$(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)
+	if [ -d "$src/.git" ]; then
+		have=$(cat "$stamp" 2>/dev/null || true)
+		if [ "$have" = "$want $(git -C "$src" rev-parse HEAD)" ] &&
+		   [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ]; then
+			return 0
+		fi
+		if [ "${FORCE:-}" != 1 ] &&
+		   { [ -n "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
+		     [ "${have#* }" != "$(git -C "$src" rev-parse HEAD)" ]; }; then
+			die "$src holds changes or commits not in external/$suite/patches/:" \
+				"run 'scripts/export-external.sh $suite' to keep them, or FORCE=1 to drop them"
+		fi
+	else
+		rm -rf "$src"
+		git clone -q --shared --no-checkout "$base" "$src"
+	fi
+	# Build products stay: files the mails do not touch keep their
+	# mtimes, so the build after new mails is incremental.
+	git -C "$src" checkout -q -f -B posting base
+	git -C "$src" -c user.name=workbench -c user.email=workbench@localhost \
+		am -q --committer-date-is-author-date "${patches[@]}" ||
+		{ git -C "$src" am --abort 2>/dev/null || true
+		  die "external/$suite/patches/ do not apply to the base with 'git am'"; }
+	printf '%s %s\n' "$want" "$(git -C "$src" rev-parse HEAD)" > "$stamp"
+}
+
+# Install the guest runner of suite @1 into @2 as 'run': @3 is the exit
+# code that means skipped, @4 the list of '<name> <command>' lines.
+install_suite_runner() {
+	local suite=$1 dest=$2 skip_rc=$3
+
+	sed -e "s/@SUITE@/$suite/g" -e "s/@SKIP_RC@/$skip_rc/g" \
+		"$REPO_DIR/guest/suite-run" > "$dest/run"
+	chmod 0755 "$dest/run"
+	printf '%s\n' "$4" > "$dest/tests"
+}

@@ -14,6 +14,9 @@ readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
 readonly BENCH="$BUILD_DIR/bench"
 # The compiler of the guest's own helper, guest/run-as.c.
 : "${GUEST_CC:=gcc}"
+# Other projects' tests (scripts/build-ltp-tests.sh, build-liburing-tests.sh),
+# run on epoll.suites=; optional.
+readonly SUITES="$BUILD_DIR/suites"
 
 usage() {
 	cat <<EOF
@@ -30,6 +33,9 @@ instead of sed, and /tests/posted-programs, the programs of the
 postings (TEST_GEN_PROGS of selftests/Makefile), which /init runs as
 each user. An image of make bench has \$BUILD_DIR/bench/ (the bench
 programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
+\$BUILD_DIR/suites/<suite>/ (scripts/build-ltp-tests.sh and
+build-liburing-tests.sh), if there, go in as /suites/<suite>/; the
+guest runs them on epoll.suites=<suite>,... (guest/init).
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -67,10 +73,11 @@ main() {
 	[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
 		die "$BUSYBOX is not a static busybox: run 'make deps' (scripts/install-deps.sh) (busybox-static)"
 	compgen -G "$BUILD_DIR/selftests/*/run_kselftest.sh" >/dev/null || [ -d "$BENCH" ] ||
+		compgen -G "$SUITES/*/run" >/dev/null ||
 		die "no selftests built: run 'make selftests' (scripts/build-selftests.sh)"
 
 	rm -rf "$ROOT"
-	mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,tests}
+	mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,tests,suites}
 	cp "$BUSYBOX" "$ROOT/bin/busybox"
 	"$BUSYBOX" --list | while read -r applet; do
 		[ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
@@ -89,6 +96,9 @@ main() {
 		cp -a "$abi/." "$ROOT/tests/$(basename "$abi")/"
 		unbuffer_runner "$ROOT/tests/$(basename "$abi")/kselftest/runner.sh"
 	done
+	if compgen -G "$SUITES/*/run" >/dev/null; then
+		cp -a "$SUITES/." "$ROOT/suites/"
+	fi
 	if [ -d "$BENCH" ]; then
 		mkdir -p "$ROOT/bench"
 		cp -a "$BENCH/." "$ROOT/bench/"

@@ -38,10 +38,13 @@ MATRIX_CHECK_FLAGS ?= -q -t $(foreach c,$(MATRIX_CHECK_CONFIGS),-c $(c))
 check: BENCH_CHECK = 1
 
 # The guest: its debug kernel runs the KUnit suite at boot (with
-# CONFIG_PM_SLEEP, under KASAN and lockdep), then the kselftests.
+# CONFIG_PM_SLEEP, under KASAN and lockdep), then the kselftests as four
+# users, then LTP's and liburing's epoll tests with our postings.
 define guest_stages
 	$(STAGE) kernel $(S)/build-kernel.sh
 	$(STAGE) selftests $(S)/build-selftests.sh
+	$(STAGE) ltp $(S)/build-ltp-tests.sh
+	$(STAGE) liburing $(S)/build-liburing-tests.sh
 	$(STAGE) initramfs $(S)/make-initramfs.sh
 	$(STAGE) -k qemu $(S)/run-qemu.sh
 endef

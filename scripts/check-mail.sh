@@ -166,16 +166,23 @@ split_mbox() {
 # '[... 0/N]'; and its patches, in order.
 cover=""
 patches=()
+companions=()
 find_cover() {
 	local m
 
 	cover=""
 	patches=()
+	companions=()
 	for m in "${mails[@]}"; do
 		if [ -z "$cover" ] && [[ ${hdr[$m|subject]:-} =~ \[[^]]*\ 0/[0-9]+\] ]]; then
 			cover=$m
-		else
+		elif [[ ${hdr[$m|subject]:-} =~ \[[^]]*\ [0-9]+/[0-9]+\] ]]; then
 			patches+=("$m")
+		else
+			# Another project's patch in the thread (submit.sh's
+			# companions): a reply to the cover letter, not one of
+			# the posting's patches.
+			companions+=("$m")
 		fi
 	done
 }
@@ -202,6 +209,10 @@ check_threading() {
 			{ fail "$posting: patch $k/$n: References: does not name the cover letter $cover_id"; ok=0; }
 	done
 	[ "$k" = "$n" ] || { fail "$posting: the cover letter says $n patches, the thread has $k"; ok=0; }
+	for m in "${companions[@]}"; do
+		[ "${hdr[$m|in-reply-to]:-}" = "$cover_id" ] ||
+			{ fail "$posting: ${hdr[$m|subject]:-}: not a reply to the cover letter $cover_id"; ok=0; }
+	done
 	id=$(for m in "${mails[@]}"; do printf '%s\n' "${hdr[$m|message-id]:-}"; done | sort | uniq -d)
 	[ -z "$id" ] || { fail "$posting: Message-Id used twice: $id"; ok=0; }
 	for m in "${mails[@]}"; do
@@ -232,7 +243,9 @@ check_recipients() {
 	done < "$rcpt"
 	for m in "${mails[@]}"; do
 		have=$(addr_set "${hdr[$m|to]:-}, ${hdr[$m|cc]:-}")
-		if [ "$have" != "$tpl" ]; then
+		if [[ " ${companions[*]} " == *" $m "* ]]; then
+			: # to its own project's people, as its source says
+		elif [ "$have" != "$tpl" ]; then
 			missing=$(comm -23 <(printf '%s\n' "$tpl") <(printf '%s\n' "$have"))
 			extra=$(comm -13 <(printf '%s\n' "$tpl") <(printf '%s\n' "$have"))
 			[ -z "$missing" ] || fail "$posting: mail ${m##*/} is not to $(tr '\n' ' ' <<<"$missing")"
@@ -291,7 +304,7 @@ check_trailers() {
 
 	find_cover
 	placeholders=$(placeholders_of "$PATCHES_DIR/$posting")
-	for m in "${patches[@]}"; do
+	for m in "${patches[@]}" "${companions[@]}"; do
 		check_signoffs "$posting: ${m##*/}" "$(sed '1,/^$/d' "$m" | trailers)" || ok=0
 	done
 	if [ -n "$placeholders" ]; then
@@ -338,6 +351,18 @@ check_trailers() {
 
 # 5: b4 am of the mbox $2 (offline, on stdin) into $work/b4/$1.mbx, run
 # in the scratch checkout so that b4 finds the base commit.
+# The thread's cover letter and patches as an mbox (mboxrd), without its
+# companions, which are for another project's tree.
+posting_mbox() {
+	local m
+
+	for m in "$cover" "${patches[@]}"; do
+		printf 'From mboxrd@z Thu Jan  1 00:00:00 1970\n'
+		sed 's/^>*From />&/' "$m"
+		printf '\n'
+	done
+}
+
 take_back() {
 	local posting=$1 mbox=$2 n=$3 out
 
@@ -519,7 +544,8 @@ round_trip() {
 	check_threading "$posting"
 	check_recipients "$posting" "$mbox.rcpt"
 	check_trailers "$posting"
-	take_back "$posting" "$mbox" "${#patches[@]}" || return 0
+	posting_mbox > "$work/$posting.posting.mbox"
+	take_back "$posting" "$work/$posting.posting.mbox" "${#patches[@]}" || return 0
 	check_applied "$posting" "${#patches[@]}"
 }
 

@@ -17,8 +17,9 @@ readonly GUESTS=(
 	"base base -"
 )
 readonly SELFTEST_CONFIG=tools/testing/selftests/filesystems/epoll/config
-# The guests run the posted programs of the first ABI, as root only.
-readonly GUEST_APPEND="epoll.abis=m64 epoll.envs="
+# The guests run the posted programs of m64, as root only, and no suite
+# of other projects.
+readonly GUEST_APPEND="epoll.abis=m64 epoll.envs= epoll.suites=none"
 
 usage() {
 	cat <<EOF

@@ -296,7 +296,29 @@ write_thread() {
 			sender_mail "$p" "$id" "$cover_id" "$to" "$cc" "" "$placeholders"
 		fi > "$dest/${p##*/}"
 	done
+	# Mails for another project that belong in the thread (the RFC's
+	# man-pages patch): replies to the cover letter, after the patches,
+	# to their own To: and Cc:.
+	for p in $(companions "$posting"); do
+		k=$((k + 1))
+		id="$stamp-$posting-$nonce-$k@$domain"
+		sender_mail "$REPO_DIR/$p" "$id" "$cover_id" "$(mail_field "$REPO_DIR/$p" To)" \
+			"$(mail_field "$REPO_DIR/$p" Cc)" "" "$placeholders" > "$dest/9$(printf '%03d' "$k")-${p##*/}"
+	done
 	check_thread_identities "$posting" "$dest" "$placeholders"
+}
+
+# The companion mails of posting $1: the paths, relative to the
+# repository, that Documentation/cover-letters/<posting>.companions lists.
+companions() {
+	local list="$COVER_DIR/$1.companions" p
+
+	[ -f "$list" ] || return 0
+	while read -r p; do
+		case "$p" in ""|"#"*) continue ;; esac
+		[ -f "$REPO_DIR/$p" ] || die "$list names $p, which does not exist"
+		printf '%s\n' "$p"
+	done < "$list"
 }
 
 # No mail of the thread in $2 names a placeholder ($3: their names and

@@ -51,6 +51,10 @@ OUTCOMES = os.path.join(REPO_DIR, 'config', 'outcomes.tsv')
 # The main guest, whose logs are at the top of the results directory.
 MAIN_GUEST = 'x86_64'
 GUEST_DIR_PREFIX = 'guest-'
+# The subtests of other projects' suites in ktap.log (guest/init), and the
+# group each is counted in.
+SUITE_PREFIX = 'suite:'
+SUITE_GROUPS = {'ltp': 'LTP', 'liburing': 'liburing'}
 
 TIMESTAMP = re.compile(r'^\[\s*\d+\.\d+\]\s?')
 RESULT = re.compile(r'^(?P<ok>ok|not ok) (?P<num>\d+) (?P<name>[^#]*?)'
@@ -218,6 +222,20 @@ def kselftest_results(lines):
         if not m:
             continue
         abi, current = m['name'], None
+        if abi.startswith(SUITE_PREFIX):
+            suite = abi[len(SUITE_PREFIX):]
+            for inner in block:
+                r = RESULT.match(inner)
+                if r:
+                    tests.append({'abi': abi, 'program': suite, 'test': r['name'],
+                                  'status': status_of(r),
+                                  'directive': (r['directive'] or '').strip()})
+            programs.append({'abi': abi, 'program': suite,
+                             'status': 'pass' if m['ok'] == 'ok' else 'fail',
+                             'directive': (m['directive'] or '').strip(),
+                             'exit_status': None})
+            block = []
+            continue
         if m['ok'] != 'ok':
             programs.append({'abi': abi, 'program': '', 'status': 'fail',
                              'directive': '; '.join(l for l in block if not l.startswith('#'))[:200],
@@ -494,6 +512,11 @@ def kcidb(run, stage_rows, groups, guest_runs, kernel_log):
             test(b['id'], f"kselftest.{component(p['abi'])}.{component(p['program'])}",
                  status[p['status']], logs + 'ktap.log',
                  {'exit_status': p['exit_status'], 'directive': p['directive']})
+        suites = [r for label in SUITE_GROUPS.values()
+                  for r in groups.get(f"{label} ({g['guest']} guest)", [])]
+        for abi, program, name, st in suites:
+            test(b['id'], '.'.join([component(program), component(name)]),
+                 status[st], logs + 'ktap.log', {'name': name})
         for abi, program, name, st in groups[kselftest_group(g['guest'])]:
             test(b['id'], '.'.join(['kselftest', component(abi), component(program)] +
                                    [component(n) for n in name.split('.')]),
@@ -585,7 +608,13 @@ def main():
         kunit = kunit_parse(tree, boot, name, args.results) or []
         kg, sg = kunit_group(guest), kselftest_group(guest)
         groups[kg] = kunit
-        groups[sg] = [(t['abi'], t['program'], t['test'], t['status']) for t in g_tests]
+        groups[sg] = [(t['abi'], t['program'], t['test'], t['status']) for t in g_tests
+                      if not t['abi'].startswith(SUITE_PREFIX)]
+        for t in g_tests:
+            if t['abi'].startswith(SUITE_PREFIX):
+                name = f"{SUITE_GROUPS.get(t['program'], t['program'])} ({guest} guest)"
+                groups.setdefault(name, []).append(
+                    (t['abi'], t['program'], t['test'], t['status']))
         guest_runs.append({'guest': guest, 'path': path, 'programs': g_programs,
                            'accel': read_text(os.path.join(path, 'accel'))})
         label = '' if guest == MAIN_GUEST else f'{guest}/'

@@ -268,12 +268,6 @@ static inline struct io_uring_sqe *uring_sqe(struct io_uring *ring,
 	return sqe;
 }
 
-/* The SQE queued last, to set a field the helpers below leave zero. */
-static inline struct io_uring_sqe *uring_last_sqe(struct io_uring *ring)
-{
-	return &ring->sq.sqes[(ring->sq.sqe_tail - 1) & *ring->sq.kring_mask];
-}
-
 /*
  * Queue IORING_OP_EPOLL_CTL with the event at @event (which may be NULL),
  * the SQE flags @flags and the personality @personality: 0, or -EBUSY

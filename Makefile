@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS GUEST_PANIC
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC GUEST_ARCH QEMU_CPU
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -54,7 +54,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu \
-	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
+	summary arm64 lint lint-series lint-docs htmldocs backport matrix mutate stress \
 	bench event-loop export submit clean
 
 help:
@@ -66,6 +66,8 @@ help:
 	  '  JOBS          parallel make jobs (default: nproc)' \
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
+	  '  GUEST_ARCH    the guest stages'"'"' architecture: x86_64 (default) or arm64 (make arm64 sets it)' \
+	  '  QEMU_CPU      the arm64 guest'"'"'s CPU model (default: max)' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant) or proof (the rest)' \
@@ -125,7 +127,21 @@ initramfs:
 qemu:
 	$(S)/run-qemu.sh
 summary:
-	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+	$(S)/summarize.py $(if $(filter arm64,$(GUEST_ARCH)),$(RESULTS)/arm64,$(RESULTS)) $(EXPECT_KUNIT)
+
+## make arm64    the guest on arm64 (QEMU virt, TCG): its debug kernel with boot-time KUnit, the
+##               kselftests (64-bit), the summary; in build/arm64/ and results/arm64/. The stages
+##               one by one: GUEST_ARCH=arm64 make kernel selftests initramfs qemu summary
+arm64: GUEST_ARCH = arm64
+# bench/'s checks are x86_64 programs.
+arm64: BENCH_CHECK =
+arm64:
+	mkdir -p $(RESULTS)/arm64
+	rm -f $(RESULTS)/arm64/{stages.tsv,summary.*,console.log,ktap.log,kunit-guest.*}
+	$(STAGE) deps $(S)/install-deps.sh
+	[ -f $(OUT_DIR)/series-applied ] || $(STAGE) apply $(S)/apply-series.sh
+	$(guest_stages)
+	$(S)/summarize.py --arch arm64 $(RESULTS)/arm64 $(EXPECT_KUNIT)
 ## make lint     series checks, checkpatch, bisect build + sparse + coccinelle, docs
 ## make lint-series lint-docs   the two halves of make lint
 lint: lint-series lint-docs

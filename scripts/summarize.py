@@ -14,6 +14,8 @@ Reads, from the results directory:
   ktap.log          the guest's kselftest KTAP: one subtest per ABI, each
                     the output of kselftest's run_kselftest.sh
   accel             the accelerator the guest ran with
+For an arm64 guest (--arch arm64, make arm64: results/arm64/), the guest's
+results only: UML's KUnit runs on the host, whatever the guest.
 Writes summary.txt and summary.json (Documentation/summary.schema.json,
 checked before it is written) there and prints summary.txt.
 
@@ -62,7 +64,8 @@ SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'KernelAddressSanitizer.*enabled|'
                          r'Attempted to kill init')
 
-GROUPS = ('KUnit (UML)', 'KUnit (x86_64 guest, boot)', 'kselftests (x86_64 guest)')
+# The guests' architectures, the default first.
+ARCHES = ('x86_64', 'arm64')
 # What a result belongs to: the postings' tests (upstream's deflaked
 # epoll_wakeup_test among them), the local proof layer's, or bench/'s
 # short correctness runs.
@@ -75,7 +78,7 @@ BENCH_PROGRAMS = ('epoll_server', 'epoll_oneshot_window')
 # KCIDB build and configuration. The second may skip the cases about the
 # wakeup source itself; scripts/run-kunit.sh fails its stage on any other skip.
 UML_RUNS = {
-    'kunit-uml': (GROUPS[0], 'uml', 'kunit.py defaults + fs/tests/.kunitconfig'),
+    'kunit-uml': ('KUnit (UML)', 'uml', 'kunit.py defaults + fs/tests/.kunitconfig'),
     'kunit-uml-nopm': ('KUnit (UML, no PM_SLEEP)', 'uml-nopm',
                        'kunit.py defaults + fs/tests/.kunitconfig + CONFIG_PM_SLEEP=n'),
 }
@@ -89,9 +92,14 @@ def posted_programs():
     return set(m[1].replace('\\\n', ' ').split()) if m else set()
 
 
+def guest_groups(arch):
+    """The guest's groups: its boot-time KUnit and its kselftests."""
+    return (f'KUnit ({arch} guest, boot)', f'kselftests ({arch} guest)')
+
+
 def layer_of(group, result, posted):
     """posted, proof or bench, for a result of group @group."""
-    if group == GROUPS[2]:
+    if group.startswith('kselftests '):
         program = result[1]
         if program in posted:
             return 'posted'
@@ -282,10 +290,16 @@ def uml_run(results):
                 'kunit-uml')
 
 
-def metadata(out_dir, results, stage_rows):
+def guest_subdir(arch):
+    """Where an arch's guest builds and reports below build/ and results/
+    (scripts/lib.sh's GUEST_SUBDIR)."""
+    return '' if arch == ARCHES[0] else arch
+
+
+def metadata(out_dir, results, stage_rows, arch):
     tree = os.path.join(out_dir, 'linux')
-    guest = os.path.join(out_dir, 'build', 'qemu')
-    uml = os.path.join(out_dir, 'build', uml_run(results))
+    guest = os.path.join(out_dir, 'build', guest_subdir(arch), 'qemu')
+    uml = os.path.join(out_dir, 'build', uml_run(results)) if arch == ARCHES[0] else None
     starts = [r['start_time'] for r in stage_rows if 'start_time' in r]
     return {
         'base_commit': read_text(os.path.join(out_dir, 'base-commit')),
@@ -295,11 +309,11 @@ def metadata(out_dir, results, stage_rows):
         'series_digest': patchset_hash(),
         'kernel_tree': os.environ.get('KERNEL_TREE') or None,
         'kernel_release': read_text(os.path.join(guest, 'include', 'config', 'kernel.release')),
-        'arch': 'x86_64',
+        'arch': arch,
         'config_digest': sha256_file(os.path.join(guest, '.config')),
         'compiler': compiler(guest),
-        'uml_compiler': compiler(uml),
-        'uml_run': uml_run(results),
+        'uml_compiler': compiler(uml) if uml else None,
+        'uml_run': uml_run(results) if uml else None,
         'accelerator': read_text(os.path.join(results, 'accel')),
         'start_time': min(starts) if starts else None,
         'end_time': iso(int(datetime.datetime.now().timestamp())),
@@ -338,12 +352,13 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
             if 'start_time' in row:
                 b['start_time'] = row['start_time']
         return b
-    uml_group, uml_id, uml_config = UML_RUNS[run['uml_run']]
-    builds = [build(uml_id, run['uml_run'], 'um', run['uml_compiler'], uml_config),
-              build('guest', 'kernel', run['arch'], run['compiler'],
-                    'tinyconfig + config/qemu-x86_64.config + config/debug.config')]
-    builds[1]['misc'] = {'config_digest': run['config_digest'],
-                         'kernel_release': run['kernel_release']}
+    guest = build('guest', 'kernel', run['arch'], run['compiler'],
+                  f"tinyconfig + config/guest.config + config/qemu-{run['arch']}.config"
+                  ' + config/debug.config + config/proof.config')
+    guest['misc'] = {'config_digest': run['config_digest'],
+                     'kernel_release': run['kernel_release']}
+    builds = [guest]
+    kunit_guest, kselftests = guest_groups(run['arch'])
     tests, seen = [], {}
     status = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP'}
 
@@ -356,26 +371,30 @@ def kcidb(run, stage_rows, groups, programs, kernel_log):
                              if build_id.endswith(':guest') else 'UML'},
              'misc': {'log_path': log, **(misc or {})}}
         tests.append(t)
-    for names, st in groups[uml_group]:
-        test(builds[0]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
-             status[st], f"{run['uml_run']}.log", {'name': '.'.join(names)})
+    if run['uml_run']:
+        uml_group, uml_id, uml_config = UML_RUNS[run['uml_run']]
+        uml = build(uml_id, run['uml_run'], 'um', run['uml_compiler'], uml_config)
+        builds.insert(0, uml)
+        for names, st in groups[uml_group]:
+            test(uml['id'], '.'.join(['kunit'] + [component(n) for n in names]),
+                 status[st], f"{run['uml_run']}.log", {'name': '.'.join(names)})
     boot_ok = by_stage.get('qemu', {}).get('status') == 0
     if 'qemu' in by_stage:
-        test(builds[1]['id'], 'boot', 'PASS' if boot_ok else 'FAIL', 'console.log')
-    for names, st in groups['KUnit (x86_64 guest, boot)']:
-        test(builds[1]['id'], '.'.join(['kunit'] + [component(n) for n in names]),
+        test(guest['id'], 'boot', 'PASS' if boot_ok else 'FAIL', 'console.log')
+    for names, st in groups[kunit_guest]:
+        test(guest['id'], '.'.join(['kunit'] + [component(n) for n in names]),
              status[st], 'console.log', {'name': '.'.join(names)})
     for p in programs:
-        test(builds[1]['id'], f"kselftest.{p['abi']}.{component(p['program'])}",
+        test(guest['id'], f"kselftest.{p['abi']}.{component(p['program'])}",
              status[p['status']], 'ktap.log',
              {'exit_status': p['exit_status'], 'directive': p['directive']})
-    for t in groups['kselftests (x86_64 guest)']:
+    for t in groups[kselftests]:
         abi, program, name, st = t
-        test(builds[1]['id'], '.'.join(['kselftest', abi, component(program)] +
+        test(guest['id'], '.'.join(['kselftest', abi, component(program)] +
                                        [component(n) for n in name.split('.')]),
              status[st], 'ktap.log', {'name': name})
     if 'qemu' in by_stage:
-        test(builds[1]['id'], 'kernel_log', 'FAIL' if kernel_log else 'PASS', 'console.log',
+        test(guest['id'], 'kernel_log', 'FAIL' if kernel_log else 'PASS', 'console.log',
              {'reports': kernel_log})
     return {'version': {'major': 5, 'minor': 3}, 'checkouts': [checkout],
             'builds': builds, 'tests': tests}
@@ -402,7 +421,10 @@ def count(statuses):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('results', help='results directory')
-    ap.add_argument('--out-dir', help='the run\'s OUT_DIR (default: the parent of results)')
+    ap.add_argument('--out-dir', help='the run\'s OUT_DIR (default: the parent of results, '
+                                      'or of results/arm64 for --arch arm64)')
+    ap.add_argument('--arch', choices=ARCHES, default=os.environ.get('GUEST_ARCH') or ARCHES[0],
+                    help='the guest\'s architecture (default: $GUEST_ARCH, else x86_64)')
     ap.add_argument('--expect-kunit', action='store_true',
                     help='the tree has a KUnit suite: no KUnit result is a failure')
     ap.add_argument('--allow-skip', action='store_true',
@@ -414,6 +436,8 @@ def main():
     if not os.path.isdir(args.results):
         ap.error(f'{args.results} is not a directory')
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
+    if not args.out_dir and guest_subdir(args.arch):
+        out_dir = os.path.dirname(out_dir)
     ktap = read_lines(os.path.join(args.results, 'ktap.log'))
     programs, ktests, done = kselftest_results(ktap or [])
     if args.list_failed:
@@ -427,21 +451,21 @@ def main():
         if row['status'] != 0:
             problems.append(f"stage {row['stage']} exited {row['status']}")
 
-    uml_name = uml_run(args.results)
-    uml_group = UML_RUNS[uml_name][0]
-    uml_log = read_lines(os.path.join(args.results, f'{uml_name}.log'))
+    uml_name = uml_run(args.results) if args.arch == ARCHES[0] else None
+    uml_group = UML_RUNS[uml_name][0] if uml_name else None
+    uml_log = read_lines(os.path.join(args.results, f'{uml_name}.log')) if uml_name else None
     console = read_lines(os.path.join(args.results, 'console.log'))
     boot = console[:next((i for i, l in enumerate(console)
                           if l.startswith('Run /init')), len(console))] if console else None
     tree = os.path.join(out_dir, 'linux')
-    uml = kunit_cases(os.path.join(args.results, f'{uml_name}.json'))
     guest = kunit_parse(tree, boot, 'kunit-guest', args.results)
-    groups = {
-        uml_group: uml or [],
-        GROUPS[1]: guest or [],
-        GROUPS[2]: [(t['abi'], t['program'], t['test'], t['status']) for t in ktests],
-    }
-    for name in (uml_group, GROUPS[1]):
+    kunit_guest, kselftests = guest_groups(args.arch)
+    groups = {}
+    if uml_name:
+        groups[uml_group] = kunit_cases(os.path.join(args.results, f'{uml_name}.json')) or []
+    groups[kunit_guest] = guest or []
+    groups[kselftests] = [(t['abi'], t['program'], t['test'], t['status']) for t in ktests]
+    for name in [g for g in (uml_group, kunit_guest) if g]:
         if not groups[name]:
             msg = f'{name}: ran no test'
             (problems.append if args.expect_kunit else out.append)(msg)
@@ -458,12 +482,12 @@ def main():
             st = r[-1]
             skip_checked = name == UML_RUNS['kunit-uml-nopm'][0]
             if st == 'fail' or (st == 'skip' and not args.allow_skip and not skip_checked):
-                label = '.'.join(r[0]) if name != GROUPS[2] else f'{r[0]}/{r[1]}:{r[2]}'
+                label = '.'.join(r[0]) if name != kselftests else f'{r[0]}/{r[1]}:{r[2]}'
                 problems.append(f'{name}: {label}: {st}')
 
     kernel_log = splats(uml_log or []) + splats(console or [])
     problems += [f'kernel log: {s}' for s in kernel_log]
-    run = metadata(out_dir, args.results, stage_rows)
+    run = metadata(out_dir, args.results, stage_rows, args.arch)
     counts = {name: count(r[-1] for r in results) for name, results in groups.items()}
     posted = posted_programs()
     layers = {name: {layer: count(r[-1] for r in results if layer_of(name, r, posted) == layer)

@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS GUEST_PANIC SUBMIT_FROM
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC GUEST_ARCH QEMU_CPU SUBMIT_FROM
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -43,8 +43,8 @@ check: BENCH_CHECK = 1
 define guest_stages
 	$(STAGE) kernel $(S)/build-kernel.sh
 	$(STAGE) selftests $(S)/build-selftests.sh
-	$(STAGE) ltp $(S)/build-ltp-tests.sh
-	$(STAGE) liburing $(S)/build-liburing-tests.sh
+	$(if $(filter arm64,$(GUEST_ARCH)),,$(STAGE) ltp $(S)/build-ltp-tests.sh)
+	$(if $(filter arm64,$(GUEST_ARCH)),,$(STAGE) liburing $(S)/build-liburing-tests.sh)
 	$(STAGE) initramfs $(S)/make-initramfs.sh
 	$(STAGE) -k qemu $(S)/run-qemu.sh
 endef
@@ -57,7 +57,7 @@ define fresh_results
 endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu guests \
-	summary lint lint-series lint-docs htmldocs backport matrix mutate stress \
+	summary arm64 lint lint-series lint-docs htmldocs backport matrix mutate stress \
 	bench event-loop export submit mail-roundtrip suites clean
 
 help:
@@ -69,6 +69,8 @@ help:
 	  '  JOBS          parallel make jobs (default: nproc)' \
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
+	  '  GUEST_ARCH    the guest stages'"'"' architecture: x86_64 (default) or arm64 (make arm64 sets it)' \
+	  '  QEMU_CPU      the arm64 guest'"'"'s CPU model (default: max)' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
 	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant) or proof (the rest)' \
@@ -110,6 +112,7 @@ check:
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
 	$(guest_stages)
 	$(STAGE) -k guests $(S)/run-guests.sh
+	$(STAGE) -k arm64 $(MAKE) --no-print-directory arm64
 	$(STAGE) -k kunit-uml-nopm $(S)/run-kunit.sh --no-pm-sleep
 	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
 	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
@@ -136,7 +139,23 @@ initramfs:
 qemu:
 	$(S)/run-qemu.sh
 summary:
-	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
+	$(S)/summarize.py $(if $(filter arm64,$(GUEST_ARCH)),$(RESULTS)/arm64,$(RESULTS)) $(EXPECT_KUNIT)
+
+## make arm64    the guest on arm64 (QEMU virt, TCG): its debug kernel with boot-time KUnit, the
+##               kselftests (64-bit), the summary; in build/arm64/ and results/arm64/. The stages
+##               one by one: GUEST_ARCH=arm64 make kernel selftests initramfs qemu summary
+arm64: GUEST_ARCH = arm64
+# bench/'s checks, LTP's and liburing's tests are built for x86_64 only;
+# the other users' runs are x86_64's (guest/init's epoll.envs=).
+arm64: BENCH_CHECK =
+arm64: QEMU_APPEND += epoll.envs=
+arm64:
+	mkdir -p $(RESULTS)/arm64
+	rm -f $(RESULTS)/arm64/{stages.tsv,summary.*,console.log,ktap.log,kunit-guest.*}
+	$(STAGE) deps $(S)/install-deps.sh
+	[ -f $(OUT_DIR)/series-applied ] || $(STAGE) apply $(S)/apply-series.sh
+	$(guest_stages)
+	$(S)/summarize.py --arch arm64 $(RESULTS)/arm64 $(EXPECT_KUNIT)
 ## make lint     series checks, checkpatch, bisect build + sparse + coccinelle, docs
 ## make lint-series lint-docs   the two halves of make lint
 lint: lint-series lint-docs

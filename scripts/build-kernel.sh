@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Configure and build the x86_64 kernel that the QEMU guest boots: the debug
-# kernel of the tests, or the plain one of the benchmarks.
+# Configure and build the kernel that the QEMU guest boots (x86_64 or
+# arm64): the debug kernel of the tests, or the plain one of the benchmarks.
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
 readonly KBUILD="$BUILD_DIR/qemu"
+# The kernel's ARCH=, its image target and the machine's fragment.
+case "$GUEST_ARCH" in
+x86_64) readonly KARCH=x86_64 KIMAGE=bzImage ;;
+arm64) readonly KARCH=arm64 KIMAGE=Image ;;
+esac
+readonly MACHINE_CONFIG="$REPO_DIR/config/qemu-$GUEST_ARCH.config"
 # The sanitizers: KASAN and lockdep, or config/kcsan.config (make stress KCSAN=1).
 : "${DEBUG_CONFIG:=$REPO_DIR/config/debug.config}"
 # debug: the tests' kernel. bench: config/bench.config instead of the
@@ -22,8 +28,9 @@ readonly KBUILD="$BUILD_DIR/qemu"
 # looked up nor stored.
 readonly KERNEL_CACHE="$EPOLL_CACHE_DIR/kernels"
 readonly KERNEL_CACHE_KEEP=24
-readonly CACHED_FILES=(arch/x86/boot/bzImage .config include/config/kernel.release
-		       include/generated/compile.h usr/include)
+readonly CACHED_FILES=("arch/$( [ "$KARCH" = x86_64 ] && echo x86 || echo "$KARCH")/boot/$KIMAGE"
+		       .config include/config/kernel.release include/generated/compile.h
+		       usr/include)
 # More fragments, merged last, so that they override the others: what a
 # guest of scripts/run-guests.sh lacks (CONFIG_PM_SLEEP, CONFIG_IO_URING).
 : "${EXTRA_CONFIGS:=}"
@@ -32,16 +39,19 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Build bzImage and the uapi headers of the patched tree (\$OUT_DIR/linux)
-into $KBUILD, with ccache.
+Build the $GUEST_ARCH kernel ($KIMAGE) and the uapi headers of the patched
+tree (\$OUT_DIR/linux) into $KBUILD, with ccache
+($GUEST_KCC).
 
 The configuration is tinyconfig merged with, in order:
-  config/qemu-x86_64.config   what the guest and the epoll tests need
+  config/guest.config         what the guest and the epoll tests need
+  $(printf '%-27s' "${MACHINE_CONFIG#"$REPO_DIR"/}") the machine: CPU, console, 32-bit ABI
   \$DEBUG_CONFIG               KASAN, lockdep, KUnit, ... (now: ${DEBUG_CONFIG#"$REPO_DIR"/})
+  config/proof.config         what the proof layer's tests need
   tools/testing/selftests/filesystems/epoll/config   (if the tree has it)
   fs/tests/.kunitconfig                      (if the tree has it)
-With KERNEL_FLAVOUR=bench, config/qemu-x86_64.config and
-config/bench.config (-O2, high-resolution timers) only: no debugging
+With KERNEL_FLAVOUR=bench, config/guest.config, the machine's fragment
+and config/bench.config (-O2, high-resolution timers) only: no debugging
 options and no test fragments, which only the patched tree has, so that
 the base and the patched tree get the same configuration (make bench).
 KERNEL_FLAVOUR=event-loop adds config/event-loop.config (TCP/IP) to
@@ -55,6 +65,8 @@ has it (the last $KERNEL_CACHE_KEEP are kept); a fresh build is stored there.
 
 Environment:
   OUT_DIR         output directory (now: $OUT_DIR)
+  GUEST_ARCH      x86_64 or arm64 (now: $GUEST_ARCH); arm64 builds in
+                  \$OUT_DIR/build/arm64/ with aarch64-linux-gnu-gcc
   JOBS            parallel make jobs (now: $JOBS)
   DEBUG_CONFIG    the sanitizer fragment (default: config/debug.config)
   KERNEL_FLAVOUR  debug, bench or event-loop (now: $KERNEL_FLAVOUR)
@@ -67,7 +79,7 @@ EOF
 fragments() {
 	local f
 
-	printf '%s\n' "$REPO_DIR/config/qemu-x86_64.config"
+	printf '%s\n' "$REPO_DIR/config/guest.config" "$MACHINE_CONFIG"
 	case "$KERNEL_FLAVOUR" in
 	bench|event-loop)
 		printf '%s\n' "$REPO_DIR/config/bench.config"
@@ -89,7 +101,8 @@ fragments() {
 }
 
 kmake() {
-	make -s -C "$WORKTREE" O="$KBUILD" ARCH=x86_64 CC="$KCC" "$@"
+	make -s -C "$WORKTREE" O="$KBUILD" ARCH="$KARCH" CROSS_COMPILE="$GUEST_CROSS" \
+		CC="$GUEST_KCC" "$@"
 }
 
 configure() {
@@ -118,7 +131,7 @@ cache_key() {
 	{
 		git -C "$WORKTREE" rev-parse 'HEAD^{tree}'
 		cat "$KBUILD/.config"
-		gcc --version | head -n 1
+		${GUEST_CROSS}gcc --version | head -n 1
 		sha256sum < "${BASH_SOURCE[0]}"
 	} | sha256sum | cut -c1-40
 }
@@ -172,10 +185,12 @@ main() {
 		[ -f "$f" ] || die "EXTRA_CONFIGS: no fragment $f"
 	done
 	command -v ccache >/dev/null || die "ccache missing: run 'make deps' (scripts/install-deps.sh)"
+	command -v "${GUEST_CROSS}gcc" >/dev/null ||
+		die "${GUEST_CROSS}gcc missing: run 'make deps' (scripts/install-deps.sh)"
 	configure
 	key=$(cache_key)
 	restore_cached "$key" && return 0
-	kmake -j"$JOBS" bzImage
+	kmake -j"$JOBS" "$KIMAGE"
 	kmake headers_install >/dev/null
 	store_cached "$key"
 	log "built $(kmake kernelrelease) in $KBUILD"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the epoll kselftests of the patched tree, static, for -m64 and -m32,
-# and with BENCH_CHECK=1 the short correctness runs of bench/.
+# Build the epoll kselftests of the patched tree, static, for the guest's
+# ABIs (x86_64: -m64 and -m32; arm64: its 64-bit ABI), and with
+# BENCH_CHECK=1 the short correctness runs of bench/ (x86_64 only).
 set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -11,8 +12,20 @@ readonly TARGET="filesystems/epoll"
 readonly KBUILD="$BUILD_DIR/qemu"
 readonly HDRS="$KBUILD/usr/include"
 readonly OUT="$BUILD_DIR/selftests"
-# ABIs to build for; x86-64 packs struct epoll_event, i386 does not need to.
-readonly ABIS=(m64 m32)
+# ABIs to build for, each with its compiler flag; x86-64 packs struct
+# epoll_event, i386 does not need to. arm64's 64-bit ABI keeps the name
+# m64 (its flag is -mabi=lp64): guest/init's epoll.abis= and the summary's
+# names are the same on both. Its compat arm32 ABI is not built.
+case "$GUEST_ARCH" in
+x86_64)
+	readonly ABIS=(m64 m32) SELFTEST_ARCH=x86
+	declare -rA ABI_FLAG=([m64]=-m64 [m32]=-m32)
+	;;
+arm64)
+	readonly ABIS=(m64) SELFTEST_ARCH=arm64
+	declare -rA ABI_FLAG=([m64]=-mabi=lp64)
+	;;
+esac
 # 1: add bench/'s --check runs to the -m64 installation.
 : "${BENCH_CHECK:=}"
 
@@ -23,7 +36,8 @@ Usage: ${0##*/} [-h]
 Build and install tools/testing/selftests/$TARGET of the patched tree
 with 'make -C tools/testing/selftests TARGETS=$TARGET install', against
 the uapi headers that scripts/build-kernel.sh installed ($HDRS),
-statically, once per ABI (${ABIS[*]}), into $OUT/<abi>/: the
+statically with ${GUEST_CROSS}gcc, once per ABI (${ABIS[*]}), into
+$OUT/<abi>/: the
 programs and their settings under $TARGET/, run_kselftest.sh and
 kselftest-list.txt, as the kselftest documentation describes.
 
@@ -37,21 +51,23 @@ during its delivery wakes a second sleeper (fix 3 missing).
 
 Environment:
   OUT_DIR      output directory (now: $OUT_DIR)
-  BENCH_CHECK  1 to add the bench/ checks (now: '$BENCH_CHECK')
+  GUEST_ARCH   x86_64 or arm64 (now: $GUEST_ARCH)
+  BENCH_CHECK  1 to add the bench/ checks, x86_64 only (now: '$BENCH_CHECK')
 
 Exit status: 0 on success, 1 on error.
 EOF
 }
 
 build_abi() {
-	local abi=$1 dest="$OUT/$1"
+	local abi=$1 dest="$OUT/$1" flag=${ABI_FLAG[$1]}
 
 	rm -rf "$dest" "$OUT/build-$abi"
 	mkdir -p "$OUT"
 	# The selftests' own 'make install': the programs, their settings,
 	# kselftest-list.txt and run_kselftest.sh, which the guest runs.
-	CFLAGS="-$abi -static -O2 -g" LDFLAGS="-$abi -static" \
+	CFLAGS="$flag -static -O2 -g" LDFLAGS="$flag -static" \
 		make -s -C "$WORKTREE/tools/testing/selftests" TARGETS="$TARGET" \
+		ARCH="$SELFTEST_ARCH" CROSS_COMPILE="$GUEST_CROSS" \
 		O="$KBUILD" BUILD="$OUT/build-$abi" KSFT_INSTALL_PATH="$dest" \
 		install >"$OUT/build-$abi.log" 2>&1 ||
 		die "selftests failed to build for -$abi: see $OUT/build-$abi.log"
@@ -83,6 +99,9 @@ main() {
 	""|0|1) ;;
 	*) die "BENCH_CHECK must be 1, 0 or empty, not '$BENCH_CHECK'" ;;
 	esac
+	[ "$BENCH_CHECK" != 1 ] || need_x86_64_guest
+	command -v "${GUEST_CROSS}gcc" >/dev/null ||
+		die "${GUEST_CROSS}gcc missing: run 'make deps' (scripts/install-deps.sh)"
 	need_worktree
 	[ -f "$HDRS/linux/eventpoll.h" ] || die "no uapi headers in $HDRS: run 'make kernel' (scripts/build-kernel.sh)"
 	for abi in "${ABIS[@]}"; do

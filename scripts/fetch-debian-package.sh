@@ -9,15 +9,21 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 readonly APT_DIR="$EPOLL_CACHE_DIR/apt"
+# --arch: the architecture of the package to fetch (empty: the host's).
+arch=""
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h] [--source] PACKAGE SUITE [VERSION]
+Usage: ${0##*/} [-h] [--source | --arch ARCH] PACKAGE SUITE [VERSION]
 
 Download PACKAGE (an architecture-independent .deb, such as
 linux-source-7.3) from SUITE (such as trixie-backports) into
 $APT_DIR/archives/ and print the path of the .deb on stdout.
 Nothing is installed.
+
+With --arch ARCH, PACKAGE is the .deb of architecture ARCH (such as
+busybox-static for arm64, which the arm64 guest unpacks, runs and never
+installs on the host); an architecture-independent one is taken as well.
 
 With --source, PACKAGE is a source package (such as qpid-proton): its
 upstream tarball (.orig.tar.*) goes to $APT_DIR/sources/ and its path
@@ -73,7 +79,8 @@ private_apt() {
 	local cmd=$1
 
 	shift
-	"$cmd" -q -o Dir::Etc::sourcelist="$APT_DIR/sources.list" \
+	"$cmd" -q ${arch:+-o APT::Architecture="$arch" -o APT::Architectures="$arch"} \
+		-o Dir::Etc::sourcelist="$APT_DIR/sources.list" \
 		-o Dir::Etc::sourceparts=/nonexistent \
 		-o Dir::State::Lists="$APT_DIR/lists" \
 		-o Dir::Cache="$APT_DIR/cache" \
@@ -101,12 +108,22 @@ fetch_orig() {
 	printf '%s\n' "$PWD/$name"
 }
 
+# The architecture of the package, as apt names its .deb: ARCH or all.
+deb_arch() {
+	private_apt apt-cache show "$1=$2" | awk '/^Architecture:/ { print $2; exit }'
+}
+
 main() {
 	local package suite version mirror candidate deb kind=deb
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	--source) kind="deb-src"; shift ;;
+	--arch)
+		[ $# -ge 2 ] || { usage >&2; exit 1; }
+		arch=$2
+		shift 2
+		;;
 	esac
 	[ $# -ge 2 ] && [ $# -le 3 ] || { usage >&2; exit 1; }
 	package=$1 suite=$2 version=${3:-}
@@ -116,8 +133,9 @@ main() {
 
 	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" "$APT_DIR/archives" \
 		"$APT_DIR/sources"
-	printf '%s %s %s main\n' "$kind" "$mirror" "$suite" > "$APT_DIR/sources.list"
-	log "$kind lists of $suite from the host's mirror"
+	printf '%s %s%s %s main\n' "$kind" "${arch:+[arch=$arch] }" "$mirror" "$suite" \
+		> "$APT_DIR/sources.list"
+	log "$kind lists of $suite${arch:+ ($arch)} from the host's mirror"
 	private_apt apt-get update -qq >/dev/null ||
 		die "apt-get update of $suite failed (is the mirror reachable?)"
 
@@ -144,7 +162,7 @@ main() {
 	fi
 	version=${version:-$candidate}
 
-	deb="$APT_DIR/archives/${package}_${version//:/%3a}_all.deb"
+	deb="$APT_DIR/archives/${package}_${version//:/%3a}_$(deb_arch "$package" "$version").deb"
 	if [ ! -s "$deb" ]; then
 		(cd "$APT_DIR/archives" && private_apt apt-get download -qq "$package=$version") ||
 			die "downloading $package $version failed"

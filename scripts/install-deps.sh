@@ -17,6 +17,9 @@ readonly PACKAGES=(
 	# compilers below; the selftests take asm/ from the kernel's headers.
 	gcc-12-multilib libc6-dev-i386
 	busybox-static qemu-system-x86 qemu-system-data		# guest
+	# The arm64 guest (make arm64): QEMU's virt machine and the static
+	# glibc of its programs; its compiler, gcc-aarch64-linux-gnu, below.
+	qemu-system-arm libc6-dev-arm64-cross
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
 	clang-19 gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix (7.3 needs clang >= 17)
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages

@@ -42,9 +42,32 @@ export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 readonly KUNIT_KCONFIG_ADD=(--kconfig_add=CONFIG_UML_PCI_OVER_VIRTIO=n
 			    --kconfig_add=CONFIG_INIT_STACK_ALL_PATTERN=y)
 
+# The test guest's architecture: x86_64, or arm64 (make arm64). An arm64
+# run builds in build/arm64/ and reports in results/arm64/, so that it
+# and an x86_64 run coexist; stages that know only x86_64 refuse it.
+: "${GUEST_ARCH:=x86_64}"
+case "$GUEST_ARCH" in
+x86_64)
+	readonly GUEST_SUBDIR=""
+	# Its kernel and programs: the host's compiler.
+	readonly GUEST_CROSS=""
+	;;
+arm64)
+	readonly GUEST_SUBDIR="/arm64"
+	readonly GUEST_CROSS="aarch64-linux-gnu-"
+	;;
+*)
+	printf '%s: error: GUEST_ARCH must be x86_64 or arm64, not %s\n' \
+		"${0##*/}" "$GUEST_ARCH" >&2
+	exit 1
+	;;
+esac
+# The guest kernel's compiler, as constant across runs as KCC.
+readonly GUEST_KCC="ccache ${GUEST_CROSS}gcc"
+
 readonly WORKTREE="$OUT_DIR/linux"
-readonly BUILD_DIR="$OUT_DIR/build"
-readonly RESULTS_DIR="$OUT_DIR/results"
+readonly BUILD_DIR="$OUT_DIR/build$GUEST_SUBDIR"
+readonly RESULTS_DIR="$OUT_DIR/results$GUEST_SUBDIR"
 # The postings: 'series' lists <posting>/<patch> under patches/, one
 # '#' section per posting, in the order they apply; each posting's cover
 # letter template is Documentation/cover-letters/<posting>.txt.
@@ -59,6 +82,12 @@ readonly PROOF_DIR="$REPO_DIR/proof"
 readonly PROOF_TRAILER="Proof-layer: local, not for posting"
 # The branch in $WORKTREE that carries the series on top of the base.
 : "${SERIES_BRANCH:=eventpoll-series}"
+
+# Stop a stage that builds or boots only the x86_64 guest.
+need_x86_64_guest() {
+	[ "$GUEST_ARCH" = x86_64 ] ||
+		die "this stage has an x86_64 guest only, not GUEST_ARCH=$GUEST_ARCH: unset GUEST_ARCH"
+}
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }

@@ -165,6 +165,7 @@ main() {
 		case "$what" in
 		checkpatch) checkpatch ;;
 		build)
+			need_x86_64_guest
 			[ -f "$BUILD_DIR/qemu/.config" ] || die "no guest .config: run 'make kernel' (scripts/build-kernel.sh) first"
 			build ;;
 		*) usage >&2; exit 1 ;;

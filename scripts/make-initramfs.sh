@@ -6,14 +6,20 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly BUSYBOX=/bin/busybox
+# A static busybox of the guest's architecture: the host's for x86_64,
+# Debian's busybox-static for arm64, fetched (scripts/fetch-debian-package.sh)
+# and unpacked here, never installed.
+case "$GUEST_ARCH" in
+x86_64) readonly BUSYBOX=/bin/busybox ELF_MACHINE="X86-64" ;;
+arm64) readonly BUSYBOX="$BUILD_DIR/busybox/bin/busybox" ELF_MACHINE=AArch64 ;;
+esac
 readonly ROOT="$BUILD_DIR/initramfs"
 readonly IMAGE="$BUILD_DIR/initramfs.cpio.gz"
 # The benchmark programs and their entry scripts, only in the images of
 # make bench (scripts/run-bench.sh); the guest runs them on epoll.bench=.
 readonly BENCH="$BUILD_DIR/bench"
 # The compiler of the guest's own helper, guest/run-as.c.
-: "${GUEST_CC:=gcc}"
+: "${GUEST_CC:=${GUEST_CROSS}gcc}"
 # Other projects' tests (scripts/build-ltp-tests.sh, build-liburing-tests.sh),
 # run on epoll.suites=; optional.
 readonly SUITES="$BUILD_DIR/suites"
@@ -22,7 +28,8 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h]
 
-Make $IMAGE: a static busybox with its applets in /bin,
+Make $IMAGE: a static busybox ($BUSYBOX)
+as /bin/busybox and /bin/sh (guest/init links the other applets at boot),
 guest/init as /init, guest/timeout as /usr/bin/timeout (what kselftest's
 runner needs of coreutils' timeout), guest/tap-prefix as
 /usr/bin/tap-prefix, guest/run-as.c built static as /usr/bin/run-as
@@ -36,6 +43,11 @@ programs, scripts/run-bench.sh) as /bench/ and needs no selftests.
 \$BUILD_DIR/suites/<suite>/ (scripts/build-ltp-tests.sh and
 build-liburing-tests.sh), if there, go in as /suites/<suite>/; the
 guest runs them on epoll.suites=<suite>,... (guest/init).
+
+Environment:
+  OUT_DIR     output directory (now: $OUT_DIR)
+  GUEST_ARCH  x86_64 or arm64 (now: $GUEST_ARCH); arm64 fetches Debian's
+              busybox-static for arm64 of the host's release once
 
 Exit status: 0 on success, 1 on error.
 EOF
@@ -64,14 +76,39 @@ posted_programs() {
 		tr -s ' \t' '\n' | grep .
 }
 
+# Debian's busybox-static of the guest's architecture, unpacked into
+# the build directory once.
+fetch_busybox() {
+	local deb codename
+
+	[ "$GUEST_ARCH" != x86_64 ] || return 0		# the host's
+	[ ! -e "$BUSYBOX" ] || return 0
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || die "no VERSION_CODENAME in /etc/os-release: this needs a Debian host"
+	deb=$("$REPO_DIR/scripts/fetch-debian-package.sh" --arch "$GUEST_ARCH" \
+		busybox-static "$codename") ||
+		die "could not fetch busybox-static for $GUEST_ARCH (see above)"
+	rm -rf "${BUSYBOX%/bin/busybox}"
+	dpkg-deb -x "$deb" "${BUSYBOX%/bin/busybox}"
+}
+
+# The guest's busybox must be static and of its architecture.
+check_busybox() {
+	[ -x "$BUSYBOX" ] || die "no $BUSYBOX: run 'make deps' (scripts/install-deps.sh) (busybox-static)"
+	! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+		die "$BUSYBOX is not static: install busybox-static (scripts/install-deps.sh)"
+	readelf -h "$BUSYBOX" 2>/dev/null | grep -q "Machine:.*$ELF_MACHINE" ||
+		die "$BUSYBOX is not an $ELF_MACHINE program: remove it and run again"
+}
+
 main() {
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
-	[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
-		die "$BUSYBOX is not a static busybox: run 'make deps' (scripts/install-deps.sh) (busybox-static)"
+	fetch_busybox
+	check_busybox
 	compgen -G "$BUILD_DIR/selftests/*/run_kselftest.sh" >/dev/null || [ -d "$BENCH" ] ||
 		compgen -G "$SUITES/*/run" >/dev/null ||
 		die "no selftests built: run 'make selftests' (scripts/build-selftests.sh)"
@@ -79,9 +116,9 @@ main() {
 	rm -rf "$ROOT"
 	mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,tests,suites}
 	cp "$BUSYBOX" "$ROOT/bin/busybox"
-	"$BUSYBOX" --list | while read -r applet; do
-		[ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
-	done
+	# The image is built where the guest's busybox may not run: /init
+	# links its applets ('busybox --install') before it uses any.
+	ln -s busybox "$ROOT/bin/sh"
 	mkdir -p "$ROOT/sbin" "$ROOT/usr/bin"
 	ln -s ../bin/reboot "$ROOT/sbin/reboot"
 	install -m 0755 "$REPO_DIR/guest/init" "$ROOT/init"

@@ -235,6 +235,7 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	need_x86_64_guest
 	[[ $BENCH_BOOTS =~ ^[1-9][0-9]*$ ]] || die "BENCH_BOOTS must be a positive number"
 	[[ $BENCH_SCALE =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_SCALE must be a positive number"
 	[[ $BENCH_BOOT_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "BENCH_BOOT_TIMEOUT must be seconds"

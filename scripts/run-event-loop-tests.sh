@@ -158,6 +158,7 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	need_x86_64_guest
 	[[ $EVENT_LOOP_BOOT_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
 		die "EVENT_LOOP_BOOT_TIMEOUT must be seconds"
 	need_worktree

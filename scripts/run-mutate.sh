@@ -123,6 +123,9 @@ main() {
 
 	case "$cmd" in
 	-h|--help) usage; exit 0 ;;
+	esac
+	need_x86_64_guest
+	case "$cmd" in
 	--check)
 		need_worktree
 		apply_new_tests --check

@@ -9,15 +9,38 @@ set -o errexit -o nounset -o pipefail
 
 # What to boot, and where its logs go: the guest of make kernel and make
 # initramfs by default; scripts/run-guests.sh boots other kernels.
-: "${GUEST_KERNEL:=$BUILD_DIR/qemu/arch/x86/boot/bzImage}"
 : "${GUEST_IMAGE:=$BUILD_DIR/initramfs.cpio.gz}"
 : "${GUEST_RESULTS:=$RESULTS_DIR}"
-readonly KERNEL=$GUEST_KERNEL IMAGE=$GUEST_IMAGE
-# First serial port: the kernel's console. Second: the kselftests' KTAP.
+readonly IMAGE=$GUEST_IMAGE
+# The kernel's console, and the kselftests' KTAP (guest/init's epoll.ktap=).
 readonly CONSOLE="$GUEST_RESULTS/console.log"
 readonly KTAP="$GUEST_RESULTS/ktap.log"
 # qboot, not SeaBIOS: without ACPI, SeaBIOS shows the guest a single CPU.
 readonly BIOS=/usr/share/qemu/qboot.rom
+# arm64: the virt machine's CPU model; max has every feature QEMU
+# emulates (LPA2, so the kernel's 52-bit VA is used too).
+: "${QEMU_CPU:=max}"
+# The machine per architecture: QEMU, kernel image, console device, the
+# KTAP device, and QEMU's options for the machine and for the KTAP file.
+case "$GUEST_ARCH" in
+x86_64)
+	readonly QEMU=qemu-system-x86_64 KERNEL="${GUEST_KERNEL:-$BUILD_DIR/qemu/arch/x86/boot/bzImage}" \
+		CONSOLE_DEV=ttyS0 KTAP_DEV=/dev/ttyS1
+	machine_args() { printf '%s\n' -bios "$BIOS"; }
+	# The second serial port.
+	ktap_args() { printf '%s\n' -serial "file:$1"; }
+	;;
+arm64)
+	readonly QEMU=qemu-system-aarch64 KERNEL="${GUEST_KERNEL:-$BUILD_DIR/qemu/arch/arm64/boot/Image}" \
+		CONSOLE_DEV=ttyAMA0 KTAP_DEV=/dev/hvc0
+	machine_args() { printf '%s\n' -machine virt -cpu "$QEMU_CPU"; }
+	# The virt machine has one UART: a virtio console.
+	ktap_args() {
+		printf '%s\n' -device virtio-serial-device -chardev "file,id=ktap,path=$1" \
+			-device virtconsole,chardev=ktap
+	}
+	;;
+esac
 # Two vCPUs: upstream's epoll59 needs a second CPU to finish in time.
 : "${QEMU_SMP:=2}"
 : "${QEMU_MEM:=2G}"
@@ -38,12 +61,16 @@ usage() {
 Usage: ${0##*/} [-h]
 
 Boot $KERNEL with $IMAGE
-under QEMU (x86_64, $QEMU_SMP CPUs, $QEMU_MEM); the guest runs the selftests
-and reboots. The kernel's console (its log and boot-time KUnit) goes to
-$CONSOLE, the kselftests' KTAP to
+under $QEMU ($QEMU_SMP CPUs, $QEMU_MEM); the guest runs the selftests
+and reboots. The kernel's console ($CONSOLE_DEV: its log and boot-time
+KUnit) goes to $CONSOLE,
+the kselftests' KTAP ($KTAP_DEV) to
 $KTAP.
 
 Environment:
+  GUEST_ARCH          x86_64 or arm64 (now: $GUEST_ARCH); arm64 boots QEMU's
+                      virt machine, always under TCG
+  QEMU_CPU            arm64: the CPU model (now: $QEMU_CPU)
   QEMU_ACCEL          kvm, tcg or auto (now: $QEMU_ACCEL); auto boots the
                       guest once with KVM and falls back to TCG unless
                       it reached userspace within ${KVM_PROBE_SECS}s; the
@@ -72,12 +99,14 @@ qemu() {
 	local accel=$1 limit=$2 log=$3 ktap=$4
 	shift 4
 
-	timeout --kill-after=5 "$limit" qemu-system-x86_64 \
-		-accel "$accel" ${QEMU_ICOUNT:+-icount "$QEMU_ICOUNT"} \
-		-smp "$QEMU_SMP" -m "$QEMU_MEM" -bios "$BIOS" \
+	mapfile -t machine < <(machine_args)
+	mapfile -t ktap_dev < <(ktap_args "$ktap")
+	timeout --kill-after=5 "$limit" "$QEMU" \
+		-accel "$accel" ${QEMU_ICOUNT:+-icount "$QEMU_ICOUNT"} "${machine[@]}" \
+		-smp "$QEMU_SMP" -m "$QEMU_MEM" \
 		-kernel "$KERNEL" -initrd "$IMAGE" \
-		-append "console=ttyS0 panic=-1 epoll_guest=1 $*" \
-		-display none -monitor none -serial "file:$log" -serial "file:$ktap" \
+		-append "console=$CONSOLE_DEV panic=-1 epoll_guest=1 epoll.ktap=$KTAP_DEV $*" \
+		-display none -monitor none -serial "file:$log" "${ktap_dev[@]}" \
 		-no-reboot </dev/null || true
 }
 
@@ -95,6 +124,12 @@ pick_accel() {
 		echo tcg,thread=single
 		return
 	fi
+	if [ "$GUEST_ARCH" != x86_64 ]; then
+		# KVM runs a guest of the host's architecture only.
+		[ "$QEMU_ACCEL" != kvm ] || die "no KVM for a $GUEST_ARCH guest on this host: QEMU_ACCEL=tcg"
+		echo tcg,thread=multi
+		return
+	fi
 	case "$QEMU_ACCEL" in
 	kvm) echo kvm; return ;;
 	tcg) echo tcg,thread=multi; return ;;
@@ -105,9 +140,10 @@ pick_accel() {
 	if [ ! -f "$verdict" ]; then
 		echo tcg > "$verdict.new"
 		if [ -w /dev/kvm ]; then
-			# rdinit=/bin/true: the kernel reaches userspace, then
-			# panics at once; the panic line proves the guest ran.
-			qemu kvm "$KVM_PROBE_SECS" "$probe" /dev/null rdinit=/bin/true
+			# rdinit=/bin/busybox: it prints its help and exits,
+			# so the kernel reaches userspace, then panics at once;
+			# the panic line proves the guest ran.
+			qemu kvm "$KVM_PROBE_SECS" "$probe" /dev/null rdinit=/bin/busybox
 			! grep -q 'Attempted to kill init' "$probe" || echo kvm > "$verdict.new"
 		fi
 		mv "$verdict.new" "$verdict"
@@ -130,7 +166,9 @@ main() {
 	esac
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL: run 'make kernel' (scripts/build-kernel.sh)"
 	[ -f "$IMAGE" ] || die "no initramfs at $IMAGE: run 'make initramfs' (scripts/make-initramfs.sh)"
-	[ -f "$BIOS" ] || die "no $BIOS: run 'make deps' (scripts/install-deps.sh) (qemu-system-data)"
+	[ "$GUEST_ARCH" != x86_64 ] || [ -f "$BIOS" ] ||
+		die "no $BIOS: run 'make deps' (scripts/install-deps.sh) (qemu-system-data)"
+	command -v "$QEMU" >/dev/null || die "no $QEMU: run 'make deps' (scripts/install-deps.sh)"
 	mkdir -p "$RESULTS_DIR" "$GUEST_RESULTS"
 
 	accel=$(pick_accel)

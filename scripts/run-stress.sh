@@ -75,6 +75,7 @@ main() {
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	need_x86_64_guest
 	[[ $DURATION =~ ^[0-9]+$ ]] || die "DURATION must be a number of seconds, not '$DURATION'"
 	if [ -n "$KCSAN" ]; then
 		prepare_kcsan

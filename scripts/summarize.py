@@ -18,7 +18,8 @@ Reads, from the results directory:
   accel             the accelerator the guest ran with
   guest-<name>/     the same (console.log, ktap.log, accel, config) of
                     each other guest: a kernel without a feature, the
-                    base kernel, another architecture
+                    base kernel
+  arm64/            the same of the arm64 guest (make arm64), if it ran
 and config/outcomes.tsv, the outcome each test must have where it is not
 a pass.
 Writes summary.txt and summary.json (Documentation/summary.schema.json,
@@ -48,8 +49,11 @@ ORIGIN = 'eventpoll_series'
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')
 OUTCOMES = os.path.join(REPO_DIR, 'config', 'outcomes.tsv')
-# The main guest, whose logs are at the top of the results directory.
-MAIN_GUEST = 'x86_64'
+# The guests' architectures, the default first. The main guest's logs are
+# at the top of the results directory; an arm64 guest's below arm64/
+# (scripts/lib.sh's GUEST_SUBDIR), or at the top with --arch arm64.
+ARCHES = ('x86_64', 'arm64')
+MAIN_GUEST = ARCHES[0]
 GUEST_DIR_PREFIX = 'guest-'
 # The subtests of other projects' suites in ktap.log (guest/init), and the
 # group each is counted in.
@@ -343,13 +347,20 @@ def guest_dirs(results):
         path = os.path.join(results, d)
         if d.startswith(GUEST_DIR_PREFIX) and os.path.isdir(path):
             found.append((d[len(GUEST_DIR_PREFIX):], path))
+        elif d in ARCHES and d != MAIN_GUEST and os.path.exists(os.path.join(path, 'ktap.log')):
+            found.append((d, path))
     return found
+
+
+def guest_subdir(arch):
+    """Where an arch's guest builds and reports below build/ and results/."""
+    return '' if arch == ARCHES[0] else arch
 
 
 def guest_has_kunit(out_dir, guest, path):
     """Whether the guest's kernel was built with the series' KUnit suite."""
-    config = (os.path.join(out_dir, 'build', 'qemu', '.config') if guest == MAIN_GUEST
-              else os.path.join(path, 'config'))
+    config = (os.path.join(out_dir, 'build', guest_subdir(guest), 'qemu', '.config')
+              if guest in ARCHES else os.path.join(path, 'config'))
     return 'CONFIG_EPOLL_KUNIT_TEST=y' in (read_text(config) or '')
 
 
@@ -420,7 +431,7 @@ def uml_run(results):
 
 def metadata(out_dir, results, stage_rows):
     tree = os.path.join(out_dir, 'linux')
-    guest = os.path.join(out_dir, 'build', 'qemu')
+    guest = os.path.join(out_dir, 'build', guest_subdir(MAIN_GUEST), 'qemu')
     uml = os.path.join(out_dir, 'build', uml_run(results))
     starts = [r['start_time'] for r in stage_rows if 'start_time' in r]
     return {
@@ -549,7 +560,11 @@ def count(statuses):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('results', help='results directory')
-    ap.add_argument('--out-dir', help='the run\'s OUT_DIR (default: the parent of results)')
+    ap.add_argument('--out-dir', help='the run\'s OUT_DIR (default: the parent of results, '
+                                      'or of results/arm64 for --arch arm64)')
+    ap.add_argument('--arch', choices=ARCHES, default=ARCHES[0],
+                    help='the architecture of the guest whose logs are at the top of '
+                         'results (default: x86_64; arm64: make arm64\'s results/arm64)')
     ap.add_argument('--expect-kunit', action='store_true',
                     help='the tree has a KUnit suite: no KUnit result is a failure')
     ap.add_argument('--allow-skip', action='store_true',
@@ -560,7 +575,11 @@ def main():
     args = ap.parse_args()
     if not os.path.isdir(args.results):
         ap.error(f'{args.results} is not a directory')
+    global MAIN_GUEST
+    MAIN_GUEST = args.arch
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
+    if not args.out_dir and guest_subdir(args.arch):
+        out_dir = os.path.dirname(out_dir)
     ktap = read_lines(os.path.join(args.results, 'ktap.log'))
     programs, ktests, done = kselftest_results(ktap or [])
     if args.list_failed:
@@ -580,7 +599,10 @@ def main():
     tree = os.path.join(out_dir, 'linux')
     uml = kunit_cases(os.path.join(args.results, f'{uml_name}.json'))
     groups = {uml_group: uml or []}
-    if not groups[uml_group]:
+    # KUnit on UML runs on the host, whatever the guest: not an arm64 result.
+    if args.arch != ARCHES[0]:
+        uml_log, groups[uml_group] = None, []
+    elif not groups[uml_group]:
         msg = f'{uml_group}: ran no test'
         (problems.append if args.expect_kunit else out.append)(msg)
     strict = not args.allow_skip
@@ -690,6 +712,7 @@ def main():
     programs = all_programs
     problems += [f'kernel log: {s}' for s in kernel_log]
     run = metadata(out_dir, args.results, stage_rows)
+    run['arch'] = args.arch
     counts = {name: count(r[-1] for r in results) for name, results in groups.items()}
     posted = posted_programs()
     layers = {name: {layer: count(r[-1] for r in results if layer_of(name, r, posted) == layer)

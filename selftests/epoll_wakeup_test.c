@@ -3312,6 +3312,7 @@ TEST(epoll60)
 		ASSERT_EQ(pthread_create(&waiters[i], NULL,
 					 epoll60_wait_thread, &ctx), 0);
 
+	run_deadline_start();
 	for (i = 0; i < 300; i++) {
 		uint64_t v = 1, ms;
 
@@ -3343,6 +3344,8 @@ TEST(epoll60)
 			;
 
 		ASSERT_EQ(count_waiters(&ctx), 0);
+		if (run_expired())
+			break;
 	}
 	ctx.stopped = 1;
 	/* Stop waiters */
@@ -3419,6 +3422,7 @@ TEST(epoll61)
 	 * We are testing a race.  Repeat the test case 1000 times to make it
 	 * more likely to fail in case of a bug.
 	 */
+	run_deadline_start();
 	for (i = 0; i < 1000; i++) {
 		pthread_t threads[3];
 		int n;
@@ -3445,6 +3449,8 @@ TEST(epoll61)
 
 		for (n = 0; n < ARRAY_SIZE(threads); ++n)
 			ASSERT_EQ(pthread_join(threads[n], NULL), 0);
+		if (run_expired())
+			break;
 	}
 
 	close(ctx.epfd);

@@ -2471,6 +2471,17 @@ static int slab_counts_read(struct slab_counts *s)
 	return total > 0 ? 0 : -ENODATA;
 }
 
+/*
+ * vmalloc frees lazily: a vmap_area stays in use until a purge that no
+ * interface asks for. With VMAP_STACK (arm64's KASAN kernel has it, the
+ * x86-64 one not) every fork leaves one behind for its kernel stack,
+ * whatever epoll did.
+ */
+static bool slab_freed_lazily(const char *name)
+{
+	return !strcmp(name, "vmap_area");
+}
+
 /* The cache that grew most from @before to @now, and by how much. */
 static long slab_largest_growth(const struct slab_counts *before,
 				const struct slab_counts *now,
@@ -2480,6 +2491,8 @@ static long slab_largest_growth(const struct slab_counts *before,
 	int i, j;
 
 	for (i = 0; i < now->n; i++) {
+		if (slab_freed_lazily(now->cache[i].name))
+			continue;
 		growth = now->cache[i].active;
 		for (j = 0; j < before->n; j++) {
 			if (!strcmp(before->cache[j].name, now->cache[i].name)) {

@@ -139,7 +139,7 @@ enum ev_ptr {
 	EV_PROT_NONE,		/* a mapped page without access rights */
 	EV_STRADDLING,		/* 4 bytes readable, the rest unmapped */
 	EV_TOP,			/* the last page of the address space */
-	EV_KERNEL_TEXT,		/* x86-64 kernel text, 64-bit only */
+	EV_KERNEL_TEXT,		/* a kernel address (x86-64 text), 64-bit only */
 	EV_NON_CANONICAL,	/* 64-bit only */
 	NR_EV_PTRS
 };
@@ -936,7 +936,13 @@ static int wait_by(enum wait_call call, int epfd, void *events, int max)
 
 	switch (call) {
 	case CALL_WAIT:
+#ifdef __NR_epoll_wait
 		ret = syscall(__NR_epoll_wait, epfd, events, max, 0);
+#else
+		/* arm64's (asm-generic) epoll_wait() is epoll_pwait(). */
+		ret = syscall(__NR_epoll_pwait, epfd, events, max, 0, NULL,
+			      KERNEL_SIGSET_SIZE);
+#endif
 		break;
 	case CALL_PWAIT:
 		ret = syscall(__NR_epoll_pwait, epfd, events, max, 0, NULL,

@@ -18,6 +18,8 @@ readonly PACKAGES=(
 	gcc-12-multilib libc6-dev-i386
 	busybox-static qemu-system-x86 qemu-system-data		# guest
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
+	# litmus tests: herd7 from herdtools7's source (scripts/check-litmus.sh)
+	ocaml-dune menhir libmenhir-ocaml-dev libzarith-ocaml-dev ocaml-findlib
 	clang-19 gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix (7.3 needs clang >= 17)
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json

@@ -21,6 +21,8 @@ readonly PACKAGES=(
 	# glibc of its programs; its compiler, gcc-aarch64-linux-gnu, below.
 	qemu-system-arm libc6-dev-arm64-cross
 	sparse coccinelle ocaml-nox python3-ply python3-git	# lint
+	# litmus tests: herd7 from herdtools7's source (scripts/check-litmus.sh)
+	ocaml-dune menhir libmenhir-ocaml-dev libzarith-ocaml-dev ocaml-findlib
 	clang-19 gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix (7.3 needs clang >= 17)
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json

@@ -58,7 +58,7 @@ endef
 
 .PHONY: help run check deps tree kunit kernel selftests initramfs qemu guests \
 	summary arm64 lint lint-series lint-docs htmldocs backport matrix mutate stress \
-	bench event-loop export submit mail-roundtrip suites clean
+	bench event-loop export submit mail-roundtrip suites litmus clean
 
 help:
 	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
@@ -110,6 +110,7 @@ check:
 	$(STAGE) mail-roundtrip $(S)/check-mail.sh
 	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
 	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
+	$(STAGE) litmus $(S)/check-litmus.sh
 	$(guest_stages)
 	$(STAGE) -k guests $(S)/run-guests.sh
 	$(STAGE) -k arm64 $(MAKE) --no-print-directory arm64
@@ -164,6 +165,10 @@ lint-series:
 	$(S)/lint-series.sh
 lint-docs:
 	$(S)/lint-docs.sh $(OUT_DIR)/linux
+
+## make litmus  litmus/ under herd7 and the tree's memory model: each test has the outcome it states
+litmus:
+	$(S)/check-litmus.sh
 
 ## make htmldocs Sphinx build of Documentation/userspace-api, base vs patched: no new warning
 htmldocs:

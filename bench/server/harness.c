@@ -64,8 +64,9 @@
 #define IDLE_SETTLE_MS	20	/* idle phase: let the last retirements finish */
 
 static const struct variant *const variants[] = {
-	&variant_disable, &variant_userspace, &variant_naive, &variant_gen,
-	&variant_perthread, &variant_qsbr, &variant_uring, &variant_uring_multishot,
+	&variant_disable, &variant_shutdown, &variant_userspace, &variant_naive,
+	&variant_gen, &variant_perthread, &variant_qsbr, &variant_qsbr_self,
+	&variant_uring, &variant_uring_multishot, &variant_uring_recv,
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 

@@ -319,7 +319,8 @@ long fdinfo_items(int epfd);
 int probe_disable(void);
 
 /* The variants (harness.c lists them for --retire=). */
-extern const struct variant variant_disable, variant_userspace, variant_naive,
-	variant_gen, variant_perthread, variant_qsbr, variant_uring, variant_uring_multishot;
+extern const struct variant variant_disable, variant_shutdown, variant_userspace,
+	variant_naive, variant_gen, variant_perthread, variant_qsbr, variant_qsbr_self,
+	variant_uring, variant_uring_multishot, variant_uring_recv;
 
 #endif

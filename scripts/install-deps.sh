@@ -26,7 +26,7 @@ readonly PACKAGES=(
 	clang-19 gcc-arm-linux-gnueabi gcc-aarch64-linux-gnu	# build matrix (7.3 needs clang >= 17)
 	mandoc groff man-db python3-sphinx python3-yaml		# docs and man pages
 	python3-jsonschema					# summary.json
-	gnuplot-nox dwarves					# make bench: plot, pahole
+	gnuplot-nox dwarves liburing-dev			# make bench: plot, pahole, bench/'s uring-recv
 	cmake g++ dpkg-dev					# make event-loop: Qpid Proton, apt-get source
 	autoconf automake m4 pkgconf				# make suites: LTP's configure
 	git-email b4 libmailtools-perl bsdextrautils		# submit

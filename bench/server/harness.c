@@ -407,6 +407,18 @@ void shared_rearm(struct server *s, struct conn *c)
 		count(s, C_CTL_ERRORS);
 }
 
+int shared_serve_and_rearm(struct server *s, struct worker *w, uint64_t data)
+{
+	struct conn *c = (struct conn *)(uintptr_t)data;
+	int r = serve_one(s, c);
+
+	(void)w;
+	if (r < 0)
+		return 0;
+	shared_rearm(s, c);
+	return r;
+}
+
 /* Called by a client thread: the server "accepts" @fd. */
 static int conn_new(struct server *s, int fd)
 {

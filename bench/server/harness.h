@@ -308,6 +308,11 @@ struct epoll_event conn_event(struct conn *c);
 int shared_add(struct server *s, struct conn *c);
 /* MOD of a shared item after serving; ENOENT (retired meanwhile) is counted apart. */
 void shared_rearm(struct server *s, struct conn *c);
+/*
+ * A variant's event() for the shared instance when the state outlives any
+ * worker that may hold it (the QSBR variants): serve, then re-arm.
+ */
+int shared_serve_and_rearm(struct server *s, struct worker *w, uint64_t data);
 
 /* A worker (or the reaper) has set up what it must own itself. */
 void worker_ready(struct server *s);

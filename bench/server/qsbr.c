@@ -111,18 +111,6 @@ static void qsbr_after_wait(struct server *s, struct worker *w)
 	qsbr_online(w);
 }
 
-static int qsbr_event(struct server *s, struct worker *w, uint64_t data)
-{
-	struct conn *c = (struct conn *)(uintptr_t)data;
-	int r = serve_one(s, c);
-
-	(void)w;
-	if (r < 0)
-		return 0;
-	shared_rearm(s, c);
-	return r;
-}
-
 static void qsbr_check(struct server *s, struct verdict *vd)
 {
 	EXPECT(vd, atomic_load(&s->ctr[C_GRACE_PERIODS]) > 0, "qsbr: no grace period ended");
@@ -134,7 +122,7 @@ const struct variant variant_qsbr = {
 	.teardown = qsbr_teardown,
 	.retire = qsbr_retire,
 	.tick = qsbr_tick,
-	.event = qsbr_event,
+	.event = shared_serve_and_rearm,
 	.before_wait = qsbr_before_wait,
 	.after_wait = qsbr_after_wait,
 	.worker_exit = qsbr_worker_exit,

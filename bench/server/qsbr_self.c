@@ -209,18 +209,6 @@ static void qs_worker_exit(struct server *s, struct worker *w)
 	qs_pass(s, w);
 }
 
-static int qs_event(struct server *s, struct worker *w, uint64_t data)
-{
-	struct conn *c = (struct conn *)(uintptr_t)data;
-	int r = serve_one(s, c);
-
-	(void)w;
-	if (r < 0)
-		return 0;
-	shared_rearm(s, c);
-	return r;
-}
-
 static void qs_check(struct server *s, struct verdict *vd)
 {
 	EXPECT(vd, atomic_load(&s->ctr[C_GRACE_PERIODS]) > 0, "qsbr-self: no grace period ended");
@@ -234,7 +222,7 @@ const struct variant variant_qsbr_self = {
 	.teardown = qs_teardown,
 	.retire = qs_retire,
 	.tick = qs_tick,
-	.event = qs_event,
+	.event = shared_serve_and_rearm,
 	.before_wait = qs_before_wait,
 	.after_wait = qs_after_wait,
 	.worker_exit = qs_worker_exit,

@@ -124,18 +124,6 @@ static void userspace_worker_exit(struct server *s, struct worker *w)
 	atomic_store(&uw->epoch, UINT64_MAX);
 }
 
-static int userspace_event(struct server *s, struct worker *w, uint64_t data)
-{
-	struct conn *c = (struct conn *)(uintptr_t)data;
-	int r = serve_one(s, c);
-
-	(void)w;
-	if (r < 0)
-		return 0;
-	shared_rearm(s, c);
-	return r;
-}
-
 const struct variant variant_userspace = {
 	.name = "userspace",
 	.alias = "qsbr-timeout",
@@ -143,7 +131,7 @@ const struct variant variant_userspace = {
 	.teardown = userspace_teardown,
 	.retire = userspace_retire,
 	.tick = userspace_tick,
-	.event = userspace_event,
+	.event = shared_serve_and_rearm,
 	.before_wait = userspace_before_wait,
 	.worker_exit = userspace_worker_exit,
 	.wait_timeout = true,

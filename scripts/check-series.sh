@@ -9,7 +9,6 @@ set -o errexit -o nounset -o pipefail
 
 readonly SUBJECT_RE='^Subject: \[(RFC )?PATCH( [0-9]+/[0-9]+)?\] [^ ].*: [A-Z][a-z]+ '
 readonly MAX_SUBJECT=75
-# Text a cover letter template must not keep when it is mailed.
 # Lines of tests the postings may add in all: KUnit and kselftests.
 : "${POSTED_TEST_BUDGET:=4000}"
 

@@ -60,6 +60,7 @@ hence reboots, on an oops, a WARN, a KASAN report or a hung task;
 GUEST_PANIC=0 lets it report and go on.
 """
 
+import fnmatch
 import glob
 import hashlib
 import json
@@ -710,6 +711,7 @@ def cmd_report(ids):
     rest = [r for r in samp if not ku.get(r[0]) and not by_program(r, new_programs)]
     scaled("posted + proof", samp, rest, [r for r in rest if r[0] in proofed],
            lambda r: r[3] == "killed")
+    by_destination(live, killers, cases, programs)
     print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
           f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
     # Every mutant the posted tests leave alive, and why.
@@ -746,6 +748,34 @@ def cmd_report(ids):
         d[r[3]] = d.get(r[3], 0) + 1
     for op, d in sorted(by_op.items()):
         print(f"  {op:14s} " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
+
+
+def by_destination(live, killers, cases, programs):
+    """The posted tests' kills per destination: the KUnit suite, the
+    kselftests, and LTP and liburing, whose tests were written from
+    kselftest cases that results.tsv names (mutants/moved.tsv)."""
+    moved = [r for r in read_tsv(os.path.join(REPO, "mutants", "moved.tsv")) if len(r) >= 2]
+
+    def dest(k):
+        for pat, d in moved:
+            if fnmatch.fnmatchcase(k, pat):
+                return d.partition(":")[0]
+        if ":" in k:
+            return "kselftest" if k.split(":")[0] in programs else None
+        return "kunit" if k in cases else None
+
+    tally = {}
+    for r in live:
+        for d in {dest(k) for k in killers(r)} - {None}:
+            tally[d] = tally.get(d, 0) + 1
+    only = {}
+    for r in live:
+        ds = {dest(k) for k in killers(r)} - {None}
+        if len(ds) == 1:
+            only[next(iter(ds))] = only.get(next(iter(ds)), 0) + 1
+    print("posted tests by destination (killed by it / by it alone): " + ", ".join(
+        f"{d} {tally.get(d, 0)}/{only.get(d, 0)}" for d in ("kunit", "kselftest", "ltp", "liburing"))
+        + f", of {len(live)}")
 
 
 def guest_killer(k):

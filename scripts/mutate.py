@@ -41,6 +41,8 @@ mutated) with --tsv.
 """
 
 import argparse
+import fnmatch
+import glob
 import hashlib
 import os
 import re
@@ -573,6 +575,25 @@ def check(tree, exclude):
                 problems.append(f"mutants/{os.path.basename(path)}: mutant {r[0]} is not "
                                 f"{' / '.join(r[1:4])} in generated.tsv: renumber or drop "
                                 f"the argument")
+    moved = read_tsv(MOVED_TSV)
+    used = set()
+    for old_killer, dest in moved:
+        kind, _, name = dest.partition(":")
+        if kind == "ltp":
+            ok = glob.glob(os.path.join(REPO, "external", "ltp", "tests", "testcases", "kernel",
+                                        "syscalls", "*", name + ".c"))
+        elif kind == "liburing":
+            ok = os.path.exists(os.path.join(REPO, "external", "liburing", "tests", "test",
+                                             name + ".c"))
+        elif kind == "kselftest":
+            prog, _, t = name.partition(":")
+            src = os.path.join(tree, sdir, prog + ".c")
+            ok = os.path.exists(src) and t in harness_names(
+                open(src).read() + "".join(added.get(os.path.join(sdir, prog + ".c"), [])))
+        else:
+            ok = False
+        if not ok:
+            problems.append(f"mutants/moved.tsv: {old_killer}: no destination {dest}")
     seen = set()
     for r in results:
         seen.add(int(r[0]))
@@ -584,6 +605,10 @@ def check(tree, exclude):
             if k in kcases or k in ("crash", "timeout", "WARN", "KASAN", "crash-or-hang",
                                     "guest-no-result") \
                     or k.startswith("kernel:"):
+                continue
+            hit = [i for i, m in enumerate(moved) if fnmatch.fnmatchcase(k, m[0])]
+            if hit:
+                used.add(hit[0])
                 continue
             prog, _, t = k.partition(":")
             t = t.removesuffix(":SKIP")     # a test that skipped
@@ -597,6 +622,9 @@ def check(tree, exclude):
                 problems.append(f"results.tsv: mutant {r[0]}: no test program {prog}")
             elif t not in ("TIMEOUT", "SKIP") and not re.match(r"exit(=\d+)?$", t) and t not in progs[prog]:
                 problems.append(f"results.tsv: mutant {r[0]}: {prog} has no test {t}")
+    for i, m in enumerate(moved):
+        if i not in used:
+            problems.append(f"mutants/moved.tsv: no killer in results.tsv is {m[0]}: drop the line")
     missing = set(new) - seen
     if missing:
         problems.append(f"results.tsv lacks {len(missing)} mutants, e.g. {sorted(missing)[:5]}")
@@ -627,6 +655,7 @@ EQUIV_TSV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE_TSV = os.path.join(REPO, "mutants", "invisible.tsv")
 UNDOCUMENTED_TSV = os.path.join(REPO, "mutants", "undocumented.tsv")
 RACE_ONLY_TSV = os.path.join(REPO, "mutants", "race-only.tsv")
+MOVED_TSV = os.path.join(REPO, "mutants", "moved.tsv")
 NEW_TESTS = os.path.join(REPO, "new-tests")
 
 

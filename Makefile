@@ -87,7 +87,7 @@ help:
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
 	  '  PROTON_VERSION  make event-loop: Debian'"'"'s qpid-proton source version (default: 0.37.0-2)' \
 	  '  SEND=1        make submit: really send the mails (git send-email)' \
-	  '  POSTING       make submit, make mail-roundtrip: only this posting (default: all)' \
+	  '  POSTING       make submit, make mail-roundtrip: only this posting (fixes, ..., ltp, liburing; default: all)' \
 	  '  SUBMIT_FROM   make submit: the sender, "Name <addr>" (default: git config user.name, user.email)' \
 	  '  EPOLL_CACHE_DIR  base tree and ccache, kept across clones (default: ~/.cache/eventpoll-series)'
 

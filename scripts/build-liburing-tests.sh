@@ -20,7 +20,7 @@ readonly OWN_TESTS=(eploop epwait poll-v-poll)
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h]
+Usage: ${0##*/} [-h] [--base]
 
 Build the liburing tests of the liburing posting (external/$SUITE/) and
 liburing's own epoll tests (${OWN_TESTS[*]}), statically, for the x86_64
@@ -30,7 +30,8 @@ guest, and install them into $DEST/ with the runner 'run'
 1. liburing from Debian: the source package, suite and version
    external/$SUITE/SOURCE pins, its upstream tarball fetched by
    scripts/fetch-debian-package.sh --source (SHA-256 checked against the
-   suite's signed Sources index, then against the pin), unpacked once
+   suite's signed Sources index, then against the pin; its 'git archive'
+   header against the pinned upstream commit), unpacked once
    into a git repository with one commit tagged 'base' (kept in
    $EPOLL_CACHE_DIR).
 2. $SRC: a shared clone of it with external/$SUITE/patches/ applied by
@@ -44,6 +45,10 @@ guest, and install them into $DEST/ with the runner 'run'
 The guest runs $DEST/run (busybox sh): each program a KTAP subtest,
 exit $T_EXIT_SKIP (T_EXIT_SKIP) a skip. The tests need /proc
 (/proc/self/fdinfo).
+
+  --base         step 1 only: make sure the base repository is in the
+                 cache (scripts/check-mail.sh takes the mails back onto
+                 it), and print its path; needs no kernel
 
 Environment:
   OUT_DIR          output directory (now: $OUT_DIR)
@@ -113,13 +118,22 @@ main() {
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
+	--base) ;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	if [ "${1:-}" = --base ]; then
+		tarball=$(pinned_tarball)
+		check_tarball_commit "$tarball" "$SUITE"
+		external_base_repo "$(external_base_dir "$SUITE")" "$tarball"
+		external_base_dir "$SUITE"
+		exit 0
+	fi
 	[ -f "$HDRS/linux/eventpoll.h" ] ||
 		die "no uapi headers in $HDRS: run 'make kernel' (scripts/build-kernel.sh)"
 	tarball=$(pinned_tarball)
-	base="$EPOLL_CACHE_DIR/$SUITE-$(pin_field "$PIN" version)"
+	check_tarball_commit "$tarball" "$SUITE"
+	base=$(external_base_dir "$SUITE")
 	external_base_repo "$base" "$tarball"
 	external_tree "$SRC" "$SUITE" "$base"
 	mkdir -p "$OUT_DIR"

@@ -26,15 +26,15 @@ readonly NOT_RUN=(
 
 usage() {
 	cat <<EOF
-Usage: ${0##*/} [-h]
+Usage: ${0##*/} [-h] [--base]
 
 Build the LTP tests of the LTP posting (external/$SUITE/) and LTP's own
 epoll tests, statically, for the x86_64 guest, and install them into
 $DEST/ with the runner 'run' (guest/suite-run).
 
 1. The LTP tree external/$SUITE/SOURCE pins, a tarball that is not a
-   Debian package: LTP_TARBALL, checked against the pinned SHA-256 and
-   copied to $EPOLL_CACHE_DIR/upstream/, then unpacked once into a git
+   Debian package: LTP_TARBALL, checked against the pinned SHA-256 (and
+   its 'git archive' header against the pinned commit) and copied to $EPOLL_CACHE_DIR/upstream/, then unpacked once into a git
    repository with one commit tagged 'base' (the cache keeps it).
 2. $SRC: a shared clone of it with external/$SUITE/patches/ applied by
    'git am' (refused if it holds commits or changes not exported by
@@ -50,6 +50,10 @@ $TCONF (TCONF) a skip. LTP's library needs /proc (the tests read
 makes one under /tmp per test), and puts its results in /dev/shm when
 that exists, else in TMPDIR. The guest kernel's .config goes along as
 kernel-config, which the runner gives LTP as KCONFIG_PATH.
+
+  --base         step 1 only: make sure the base repository is in the
+                 cache (scripts/check-mail.sh takes the mails back onto
+                 it), and print its path; needs no kernel
 
 Environment:
   LTP_TARBALL      the pinned tarball (now: ${LTP_TARBALL:-<default>})
@@ -155,17 +159,26 @@ main() {
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
+	--base) ;;
 	"") ;;
 	*) usage >&2; exit 1 ;;
 	esac
+	if [ "${1:-}" = --base ]; then
+		tarball=$(pinned_tarball)
+		check_tarball_commit "$tarball" "$SUITE"
+		external_base_repo "$(external_base_dir "$SUITE")" "$tarball"
+		external_base_dir "$SUITE"
+		exit 0
+	fi
 	if [ ! -f "$HDRS/linux/eventpoll.h" ] || [ ! -f "$BUILD_DIR/qemu/.config" ]; then
 		die "no uapi headers in $HDRS: run 'make kernel' (scripts/build-kernel.sh)"
 	fi
 	command -v autoreconf >/dev/null ||
 		die "autoconf/automake missing: run 'make deps' (scripts/install-deps.sh)"
 	tarball=$(pinned_tarball)
-	external_base_repo "$EPOLL_CACHE_DIR/$SUITE-$(pin_field "$PIN" commit | cut -c1-12)" "$tarball"
-	external_tree "$SRC" "$SUITE" "$EPOLL_CACHE_DIR/$SUITE-$(pin_field "$PIN" commit | cut -c1-12)"
+	check_tarball_commit "$tarball" "$SUITE"
+	external_base_repo "$(external_base_dir "$SUITE")" "$tarball"
+	external_tree "$SRC" "$SUITE" "$(external_base_dir "$SUITE")"
 	mkdir -p "$OUT_DIR"
 	log "building in $SRC (log: $LOG)"
 	build > "$LOG" 2>&1 || die "the LTP build failed: see $LOG"

@@ -15,14 +15,23 @@ readonly TEST_SENDER_EMAIL="round-trip@example.invalid"
 readonly TEST_SENDER="$TEST_SENDER_NAME <$TEST_SENDER_EMAIL>"
 readonly RT_DIR="$RESULTS_DIR/mail-roundtrip"
 readonly RT_LOG="$RESULTS_DIR/mail-roundtrip.log"
+# The control's edit of a patch: an added line of its first hunk says
+# something else.
+readonly CHANGE_CODE='0,/^+[^+]/s/^\(+[^+].*\)$/\1 \/* changed in the mail *\//'
 # What b4 says when it could not take a whole series from a thread.
 readonly B4_TROUBLE_RE='(^|[[:space:]])(WARNING|ERROR|CRITICAL):|Thread incomplete|Traceback'
 # Where the posting being checked is split and taken back: $RT_DIR, or a
 # control's own directory. The postings it needs are always in $RT_DIR.
 work=$RT_DIR
-# The commit the postings apply to, in the repository $WORKTREE whose
-# commits give the trees the mails must give (set in main).
+# The commit the postings' cover letters name as base-commit: (set in
+# main; for a posting to another project, its upstream commit).
 base=""
+# The scratch checkout the mails are taken back into, and the commit
+# there that they apply to: out/linux's objects at $base; for another
+# project's posting, its cached base repository's, at the import of its
+# pinned tarball, whose tree is that of $base.
+rt_repo=""
+rt_base=""
 # The last commit of each posting in out/linux, once looked up.
 declare -A head_of=()
 
@@ -30,7 +39,7 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h] [--self-test] [POSTING...]
 
-The mail round trip of each posting (default: all, in order: $(postings | tr '\n' ' ')):
+The mail round trip of each posting (default: all, in order: $(all_postings | tr '\n' ' ')):
 
   1. scripts/submit.sh --test-sender '$TEST_SENDER'
      writes each posting's thread as make submit does and has git
@@ -42,7 +51,9 @@ The mail round trip of each posting (default: all, in order: $(postings | tr '\n
   3. recipients: on every mail, To: and Cc: are exactly the template's
      (Documentation/cover-letters/<posting>.txt) and hold every name
      scripts/get_maintainer.pl gives for the posting's patches; the
-     envelope is the same set;
+     envelope is the same set (LTP, liburing: the template is
+     external/<posting>/cover-letter.txt, the names its SOURCE's
+     recipients=);
   4. trailers: every patch has exactly one Signed-off-by:, the sender's,
      as its last trailer (another one only after its own
      Co-developed-by:); no mail names the repository's placeholder
@@ -61,17 +72,24 @@ The mail round trip of each posting (default: all, in order: $(postings | tr '\n
      branch $SERIES_BRANCH), and commits whose author is the sender and
      whose messages have the sender's Signed-off-by: last; applied one
      after the other in series order, the postings give the tree of the
-     posting's last commit in out/linux;
+     posting's last commit in out/linux; LTP, liburing: b4 must read the
+     upstream base-commit: (SOURCE's commit=, not in the checkout: b4
+     says so), and git am onto the cached import of the pinned tarball
+     must give the tree the build scripts build from (external_tree:
+     external/<posting>/patches/ by git am on that import), its copyright
+     notices the sender's, as submit.sh makes them;
   7. the controls: three broken copies of the first posting's thread (a
      patch whose In-Reply-To: names no mail of the thread, a patch
      without its Signed-off-by:, a patch whose code differs from the
-     commit) must each be refused, or the checks above prove nothing.
+     commit) must each be refused, or the checks above prove nothing;
+     and the last one of the first other project's thread (LTP).
 
   --self-test  1 to 6 for the first posting only, then 7
 
 The checkout is a scratch repository in $RT_DIR that borrows
-out/linux's objects, sparse (only the files the postings touch), so
-nothing of out/linux changes. The log is $RT_LOG.
+out/linux's objects (LTP, liburing: those of the cached base repository,
+in $RT_DIR/<posting>/), sparse (only the files the postings touch), so
+nothing of out/linux or the cache changes. The log is $RT_LOG.
 
 Environment:
   OUT_DIR      output directory (now: $OUT_DIR)
@@ -99,22 +117,22 @@ make_gitconfig() {
 
 # git in the scratch checkout.
 rt_git() {
-	rt_env git -C "$RT_DIR/repo" "$@"
+	rt_env git -C "$rt_repo" "$@"
 }
 
-# A scratch repository borrowing out/linux's objects, checked out sparse at
-# the base with the files that the postings and the mails in $1 touch.
+# The scratch repository $rt_repo borrowing the objects of the repository
+# $1, checked out sparse at $rt_base with the files named on stdin.
 make_checkout() {
-	local mails=$1 repo="$RT_DIR/repo"
+	rm -rf "$rt_repo"
+	git init -q "$rt_repo"
+	realpath "$1/.git/objects" > "$rt_repo/.git/objects/info/alternates"
+	sort -u | sed 's|^|/|' | rt_git sparse-checkout set --no-cone --stdin
+	rt_git checkout -q --detach "$rt_base"
+}
 
-	rm -rf "$repo"
-	git init -q "$repo"
-	realpath "$WORKTREE/.git/objects" > "$repo/.git/objects/info/alternates"
-	{
-		git -C "$WORKTREE" diff --name-only "$base" "$(postings_head)"
-		cat "$mails"/*.mbox | sed -n 's|^diff --git a/\([^ ]*\) b/\([^ ]*\)$|\1\n\2|p'
-	} | sort -u | sed 's|^|/|' | rt_git sparse-checkout set --no-cone --stdin
-	rt_git checkout -q --detach "$base"
+# The files the mails in the mboxes $@ touch.
+mail_paths() {
+	cat "$@" | sed -n 's|^diff --git a/\([^ ]*\) b/\([^ ]*\)$|\1\n\2|p'
 }
 
 # The headers of the mails split into directory $1, read once:
@@ -225,19 +243,18 @@ check_threading() {
 # 3: every mail to exactly the template's To: and Cc:, which hold every
 # name get_maintainer.pl gives; the envelope ($2) says the same.
 check_recipients() {
-	local posting=$1 rcpt=$2 template="$COVER_DIR/$1.txt" tpl gm m have missing extra env line ok=1
+	local posting=$1 rcpt=$2 template tpl gm m have missing extra env line ok=1 who
 	local -A envelope=()
 
 	find_cover
+	template=$(posting_template "$posting")
 	tpl=$(addr_set "$(mail_field "$template" To), $(mail_field "$template" Cc)")
-	gm=""
-	if [ -x "$WORKTREE/scripts/get_maintainer.pl" ]; then
-		gm=$(cd "$WORKTREE" && ./scripts/get_maintainer.pl --no-rolestats --nogit \
-			--nogit-fallback --no-keywords "${patches[@]}" 2>/dev/null | addresses | sort -u)
-	fi
+	gm=$(required_recipients "$posting" "$WORKTREE" "${patches[@]}" | sort -u)
+	who="get_maintainer.pl"
+	! is_external "$posting" || who="external/$posting/SOURCE (recipients=)"
 	missing=$(comm -23 <(printf '%s\n' "$gm" | sed '/^$/d') <(printf '%s\n' "$tpl"))
 	[ -z "$missing" ] ||
-		{ fail "$posting: get_maintainer.pl names $(tr '\n' ' ' <<<"$missing")whom the template does not: add them to its To:/Cc:"; ok=0; }
+		{ fail "$posting: $who names $(tr '\n' ' ' <<<"$missing")whom the template does not: add them to its To:/Cc:"; ok=0; }
 	while read -r line; do
 		envelope[${line%% *}]=${line#* }
 	done < "$rcpt"
@@ -257,7 +274,7 @@ check_recipients() {
 		[ "$env" = "$have" ] ||
 			{ fail "$posting: mail ${m##*/} went to $(tr '\n' ' ' <<<"$env")but its To:/Cc: say $(tr '\n' ' ' <<<"$have")"; ok=0; }
 	done
-	[ "$ok" = 0 ] || pass "$posting: recipients: every mail to the template's $(wc -l <<<"$tpl") addresses (envelope alike), get_maintainer.pl's $(sed '/^$/d' <<<"$gm" | wc -l) among them"
+	[ "$ok" = 0 ] || pass "$posting: recipients: every mail to the template's $(wc -l <<<"$tpl") addresses (envelope alike), the $(sed '/^$/d' <<<"$gm" | wc -l) that $who names among them"
 }
 
 # The trailers of commit message (or patch mail body up to '---') on stdin.
@@ -303,7 +320,7 @@ check_trailers() {
 	local -a lines
 
 	find_cover
-	placeholders=$(placeholders_of "$PATCHES_DIR/$posting")
+	placeholders=$(placeholders_of "$(posting_mail_dir "$posting")")
 	for m in "${patches[@]}" "${companions[@]}"; do
 		check_signoffs "$posting: ${m##*/}" "$(sed '1,/^$/d' "$m" | trailers)" || ok=0
 	done
@@ -329,7 +346,7 @@ check_trailers() {
 		fail "$posting: the cover letter's base-commit: is not one line 'base-commit: $base' ahead of its prerequisite-patch-id: lines"
 		ok=0
 	fi
-	want=$(base_description "$WORKTREE" "$base")
+	want=$(posting_base_description "$posting")
 	want=${want%%$'\n'*}
 	[ -z "$want" ] || grep -qxF -- "$want" "$cover" ||
 		{ fail "$posting: the cover letter does not name the base's upstream version ('$want')"; ok=0; }
@@ -364,11 +381,11 @@ posting_mbox() {
 }
 
 take_back() {
-	local posting=$1 mbox=$2 n=$3 out
+	local posting=$1 mbox=$2 n=$3 out said
 
 	mkdir -p "$work/b4" "$RT_DIR/xdg"
 	rm -f "$work/b4/$posting".*
-	if ! out=$(cd "$RT_DIR/repo" && XDG_DATA_HOME="$RT_DIR/xdg" XDG_CACHE_HOME="$RT_DIR/xdg" \
+	if ! out=$(cd "$rt_repo" && XDG_DATA_HOME="$RT_DIR/xdg" XDG_CACHE_HOME="$RT_DIR/xdg" \
 		   XDG_CONFIG_HOME="$RT_DIR/xdg" rt_env b4 --offline-mode am -m - -o "$work/b4" -n "$posting" < "$mbox" 2>&1); then
 		fail "$posting: b4 am failed:"
 		indent <<<"$out" >&2
@@ -381,9 +398,15 @@ take_back() {
 		indent <<<"$out" >&2
 		return 1
 	fi
-	grep -q "Base: using specified base-commit ${base:0:12}" <<<"$out" ||
-		{ fail "$posting: b4 did not use the cover letter's base-commit:"; indent <<<"$out" >&2; return 1; }
-	pass "$posting: b4 am took back $n patches, on base-commit ${base:0:12}"
+	# Another project's upstream base commit is not in the checkout, which
+	# has the import of its tarball: b4 must have read it, as a
+	# maintainer's b4 would, and can only say it does not know it.
+	said="using specified base-commit ${base:0:12}"
+	is_external "$posting" && ! rt_git cat-file -e "$base^{commit}" 2>/dev/null &&
+		said="base-commit ${base:0:12}[0-9a-f]* not known"
+	grep -Eq "Base: $said" <<<"$out" ||
+		{ fail "$posting: b4 did not read the cover letter's base-commit: (want 'Base: $said')"; indent <<<"$out" >&2; return 1; }
+	pass "$posting: b4 am took back $n patches, on base-commit ${base:0:12} (b4: '$(grep -Eo "Base: $said" <<<"$out")')"
 }
 
 # The postings applied in the scratch checkout since the base, in order.
@@ -466,11 +489,71 @@ earlier_postings() {
 	postings | sed "/^$1\$/,\$d"
 }
 
+# The last $2 commits of the checkout, posting $1's: by the sender, and
+# signed off by the sender last.
+check_commits() {
+	local posting=$1 n=$2 c msg rc=0
+
+	for c in $(rt_git rev-list --reverse -n "$n" HEAD); do
+		[ "$(rt_git log -1 --format='%an <%ae>' "$c")" = "$TEST_SENDER" ] ||
+			{ fail "$posting: commit '$(rt_git log -1 --format=%s "$c")' is by $(rt_git log -1 --format='%an <%ae>' "$c"), not the sender"; rc=1; }
+		msg=$(rt_git log -1 --format=%B "$c")
+		check_signoffs "$posting: commit '$(rt_git log -1 --format=%s "$c")'" "$(trailers <<<"$msg")" || rc=1
+	done
+	return "$rc"
+}
+
+# 6 for another project's posting $1: b4's mbox onto the import of its
+# pinned tarball gives the tree its build script builds from, which
+# external_tree (lib.sh) makes as the build does: external/$1/patches/
+# applied by git am onto the cached base repository; with the copyright
+# notices of the placeholder the sender's, as submit.sh makes them, and
+# nothing else changed.
+check_applied_external() {
+	local suite=$1 n=$2 want got out ok=1 wb="$RT_DIR/$1/workbench" takeover f blob
+	local idx="$RT_DIR/$1/takeover-index"
+	local -a files
+
+	rt_git reset -q --hard "$rt_base"
+	apply_mbx "$suite" "$work" || return 0
+	got=$(rt_git rev-parse 'HEAD^{tree}')
+	if ! out=$( (external_tree "$wb" "$suite" "$(external_base_dir "$suite")") 2>&1); then
+		fail "$suite: the build scripts' tree could not be made:"
+		indent <<<"$out" >&2
+		return 0
+	fi
+	takeover=$(copyright_takeover "" "$(placeholder_identities "$(posting_mail_dir "$suite")")" "$TEST_SENDER")
+	# The files the posting adds or changes that hold a copyright notice.
+	mapfile -t files < <(git -C "$wb" diff --name-only -z base HEAD |
+		xargs -0 -r git -C "$wb" grep -l -F -i copyright -- 2>/dev/null || true)
+	# Edited in an index of its own: the work tree stays what the build
+	# scripts made, for the next call of external_tree.
+	GIT_INDEX_FILE=$idx git -C "$wb" read-tree HEAD
+	for f in "${files[@]}"; do
+		[ -n "$takeover" ] || break
+		blob=$(git -C "$wb" show "HEAD:$f" | sed -e "$takeover" | git -C "$wb" hash-object -w --stdin)
+		GIT_INDEX_FILE=$idx git -C "$wb" update-index --cacheinfo \
+			"$(git -C "$wb" ls-files -s -- "$f" | cut -d' ' -f1),$blob,$f"
+	done
+	want=$(GIT_INDEX_FILE=$idx git -C "$wb" write-tree)
+	if [ "$got" != "$want" ]; then
+		fail "$suite: the tree taken back by mail differs from the one the build scripts build from:"
+		GIT_ALTERNATE_OBJECT_DIRECTORIES="$rt_repo/.git/objects" git -C "$wb" diff --stat "$want" "$got" | indent >&2
+		ok=0
+	fi
+	check_commits "$suite" "$n" || ok=0
+	[ "$ok" = 0 ] || pass "$suite: git am onto its pinned tarball (${rt_base:0:12}, the files of upstream ${base:0:12}) gives the tree the build scripts build from ($(git -C "$wb" rev-parse --short=12 'HEAD^{tree}'))$([ "$want" = "$(git -C "$wb" rev-parse 'HEAD^{tree}')" ] || echo ", its copyright notices the sender's: ${want:0:12}"); $n commits by the sender, signed off last"
+}
+
 # 6, alone: posting $1 onto the base and its prerequisites, all taken back.
 check_applied() {
-	local posting=$1 n=$2 want got c ok=1 msg
+	local posting=$1 n=$2 want got ok=1
 	local -a deps
 
+	if is_external "$posting"; then
+		check_applied_external "$posting" "$n"
+		return
+	fi
 	mapfile -t deps < <(posting_prereqs "$posting")
 	apply_postings "${deps[@]}" || return 0
 	if [ "$work" = "$RT_DIR" ]; then
@@ -496,12 +579,7 @@ check_applied() {
 		git -C "$WORKTREE" diff --stat "$want" "$got" | indent >&2
 		ok=0
 	fi
-	for c in $(rt_git rev-list --reverse -n "$n" HEAD); do
-		[ "$(rt_git log -1 --format='%an <%ae>' "$c")" = "$TEST_SENDER" ] ||
-			{ fail "$posting: commit '$(rt_git log -1 --format=%s "$c")' is by $(rt_git log -1 --format='%an <%ae>' "$c"), not the sender"; ok=0; }
-		msg=$(rt_git log -1 --format=%B "$c")
-		check_signoffs "$posting: commit '$(rt_git log -1 --format=%s "$c")'" "$(trailers <<<"$msg")" || ok=0
-	done
+	check_commits "$posting" "$n" || ok=0
 	[ "$ok" = 0 ] || pass "$posting: git am onto the base$(posting_prereqs "$posting" | sed 's/^/ + /' | tr -d '\n') gives the workbench's tree ${want:0:12}; $n commits by the sender, signed off last"
 }
 
@@ -590,30 +668,45 @@ controls() {
 		"In-Reply-To: '<broken-" "a patch replying to no mail of the thread" threading
 	control "$posting" "$mbox" 1 "/^Signed-off-by: $TEST_SENDER_NAME /d" \
 		"0 Signed-off-by: of the sender" "a patch without its Signed-off-by:" trailers
-	# An added line of the first patch's first hunk says something else.
-	control "$posting" "$mbox" 1 '0,/^+[^+]/s/^\(+[^+].*\)$/\1 \/* changed in the mail *\//' \
+	control "$posting" "$mbox" 1 "$CHANGE_CODE" \
 		"tree taken back by mail differs" "a patch whose code is not the commit's" tree
 }
 
+# Make the scratch checkout of another project's posting $1, whose base
+# commit is its upstream one: its cached base repository at the import of
+# the pinned tarball; false when that repository is not made yet.
+external_checkout() {
+	local suite=$1 repo
+
+	repo=$(external_base_dir "$suite")
+	base=$(posting_base "$suite")
+	rt_repo="$RT_DIR/$suite/repo"
+	# Made once, as the build script makes it (no kernel needed).
+	git -C "$repo" rev-parse -q --verify 'base^{commit}' >/dev/null 2>&1 ||
+		"$(dirname "$0")/build-$suite-tests.sh" --base >/dev/null ||
+		{ fail "$suite: no base repository $repo, and scripts/build-$suite-tests.sh --base could not make it"; return 1; }
+	rt_base=$(git -C "$repo" rev-parse 'base^{commit}')
+	mail_paths "$RT_DIR/mails/$suite.mbox" | make_checkout "$repo"
+}
+
 main() {
-	local posting self_test=0 first="" scripts_dir
-	local -a todo=() delivered=()
+	local posting self_test=0 first="" scripts_dir kernel_base=""
+	local -a todo=() delivered=() kernel=()
 	local -A wanted=()
 
 	case "${1:-}" in
 	-h|--help) usage; exit 0 ;;
 	--self-test) self_test=1; shift ;;
 	esac
-	need_worktree
-	base=$(base_commit)
 	command -v b4 >/dev/null || die "b4 is not installed: run scripts/install-deps.sh (Debian: b4)"
 	for posting in "$@"; do
-		grep -qxF "$posting" <<<"$(postings)" || die "no posting '$posting' in series (postings: $(postings | tr '\n' ' '))"
+		grep -qxF "$posting" <<<"$(all_postings)" ||
+			die "no posting '$posting' in series or external/ (postings: $(all_postings | tr '\n' ' '))"
 	done
 	mkdir -p "$RESULTS_DIR"
 	: > "$RT_LOG"
 	exec 2> >(tee -a "$RT_LOG" >&2)
-	[ $# -gt 0 ] || mapfile -t todo < <(postings)
+	[ $# -gt 0 ] || mapfile -t todo < <(all_postings)
 	[ $# -eq 0 ] || todo=("$@")
 	[ "$self_test" = 0 ] || todo=("$(postings | sed -n 1p)")
 	# What the postings asked for need: delivered and taken back first.
@@ -623,25 +716,48 @@ main() {
 			wanted[$first]=1
 		done
 	done
-	for posting in $(postings); do
+	for posting in $(all_postings); do
 		[ -z "${wanted[$posting]:-}" ] || delivered+=("$posting")
+		[ -z "${wanted[$posting]:-}" ] || is_external "$posting" || kernel+=("$posting")
 	done
+	if [ ${#kernel[@]} -gt 0 ]; then
+		need_worktree
+		kernel_base=$(base_commit)
+	fi
 	rm -rf "$RT_DIR"
 	mkdir -p "$RT_DIR"
 	make_gitconfig
 	scripts_dir=$(dirname "$0")
 	"$scripts_dir/submit.sh" --test-sender "$TEST_SENDER" -o "$RT_DIR/mails" "${delivered[@]}" ||
 		die "scripts/submit.sh could not write and deliver the threads (above)"
-	make_checkout "$RT_DIR/mails"
-	last_commit "${delivered[0]}" >/dev/null
+	if [ ${#kernel[@]} -gt 0 ]; then
+		base=$kernel_base rt_base=$kernel_base rt_repo="$RT_DIR/repo"
+		{ git -C "$WORKTREE" diff --name-only "$base" "$(postings_head)"
+		  for posting in "${kernel[@]}"; do mail_paths "$RT_DIR/mails/$posting.mbox"; done
+		} | make_checkout "$WORKTREE"
+		last_commit "${kernel[0]}" >/dev/null
+	fi
 	for posting in "${delivered[@]}"; do
+		if is_external "$posting"; then
+			external_checkout "$posting" || continue
+		else
+			base=$kernel_base rt_base=$kernel_base rt_repo="$RT_DIR/repo"
+		fi
 		round_trip "$posting" "$RT_DIR/mails/$posting.mbox"
 	done
-	[ "$self_test" = 1 ] || check_chain "${delivered[@]}"
-	if [ "$failures" -eq 0 ]; then
-		controls "${delivered[0]}" "$RT_DIR/mails/${delivered[0]}.mbox"
-	else
+	base=$kernel_base rt_base=$kernel_base rt_repo="$RT_DIR/repo"
+	[ "$self_test" = 1 ] || [ ${#kernel[@]} -eq 0 ] || check_chain "${kernel[@]}"
+	if [ "$failures" -ne 0 ]; then
 		fail "controls not run: the round trip itself failed"
+	else
+		[ ${#kernel[@]} -eq 0 ] || controls "${kernel[0]}" "$RT_DIR/mails/${kernel[0]}.mbox"
+		# Another project's tree is compared otherwise: its own control.
+		for posting in "${delivered[@]}"; do
+			is_external "$posting" && external_checkout "$posting" || continue
+			control "$posting" "$RT_DIR/mails/$posting.mbox" 1 "$CHANGE_CODE" \
+				"tree taken back by mail differs" "a $posting patch whose code is not the commit's" tree
+			break
+		done
 	fi
 	[ "$failures" -eq 0 ] || die "$failures problem(s) in the mail round trip (log: $RT_LOG)"
 	log "mail round trip of ${delivered[*]}: delivered, taken back with b4 and git am, the workbench's trees; controls refused (log: $RT_LOG)"

@@ -360,6 +360,122 @@ external_patches() {
 		! -name '0000-*' | sort
 }
 
+# Every posting, the order make submit and make mail-roundtrip take them
+# in: the kernel's ('series'), then those to other projects.
+all_postings() {
+	postings
+	printf '%s\n' "${EXTERNAL_SUITES[@]}"
+}
+
+# True when posting @1 is one to another project (external/@1/).
+is_external() {
+	[[ " ${EXTERNAL_SUITES[*]} " == *" $1 "* ]]
+}
+
+# The mails of posting @1 (0000-cover-letter.patch first) and its cover
+# letter template.
+posting_mail_dir() {
+	if is_external "$1"; then echo "$EXTERNAL_DIR/$1/patches"; else echo "$PATCHES_DIR/$1"; fi
+}
+posting_template() {
+	if is_external "$1"; then echo "$EXTERNAL_DIR/$1/cover-letter.txt"; else echo "$COVER_DIR/$1.txt"; fi
+}
+
+# The commit the cover letter of posting @1 names as base-commit: the
+# kernel's base (out/base-commit); for a suite, the upstream commit its
+# pinned tarball was made from (SOURCE's commit=, which the build scripts
+# check against the tarball's 'git archive' header).
+posting_base() {
+	if is_external "$1"; then pin_field "$EXTERNAL_DIR/$1/SOURCE" commit; else base_commit; fi
+}
+
+# The sentence of posting @1's cover letter before base-commit: that names
+# the upstream version of its base (may be empty).
+posting_base_description() {
+	local pin="$EXTERNAL_DIR/$1/SOURCE" debian=""
+
+	if ! is_external "$1"; then
+		base_description "$WORKTREE" "$(base_commit)"
+		return
+	fi
+	! grep -q '^debian_source=' "$pin" ||
+		debian=", as Debian ships it ($(pin_field "$pin" debian_source) $(pin_field "$pin" debian_version))"
+	printf 'Based on %s %s%s;\nbase-commit is that upstream commit (%s).\n' \
+		"$(pin_field "$pin" project)" "$(pin_field "$pin" describe)" "$debian" "$(pin_field "$pin" url)"
+}
+
+# The addresses, one a line, lower case, that must be among the To: and
+# Cc: of posting @1, whose patch mails are @3...: for the kernel's, what
+# get_maintainer.pl of the kernel tree @2 names; for a suite's, which has
+# no such script, the recipients= its SOURCE says its project asks for.
+required_recipients() {
+	local posting=$1 ksrc=$2
+
+	shift 2
+	if is_external "$posting"; then
+		pin_field "$EXTERNAL_DIR/$posting/SOURCE" recipients | addresses
+	elif [ -x "$ksrc/scripts/get_maintainer.pl" ]; then
+		(cd "$ksrc" && ./scripts/get_maintainer.pl --no-rolestats --nogit \
+			--nogit-fallback --no-keywords "$@" 2>/dev/null) | addresses
+	fi
+}
+
+# The placeholder identities that author mails in directory @1, as their
+# From: says them ("Name <addr>"), one a line.
+placeholder_identities() {
+	local p from
+
+	for p in "$1"/[0-9]*.patch; do
+		from=$(mail_field "$p" From)
+		! undeliverable "$from" || printf '%s\n' "$from"
+	done | sort -u
+}
+
+# A sed program that makes each copyright notice naming one of the
+# placeholder identities @2 (placeholder_identities) the sender @3's
+# ("Name <addr>"), in the lines matching @1: '^[+]' for the lines a patch
+# adds, '' for a file's. LTP asks each new test for its author's
+# copyright; the sender, the author of the whole posting, takes it over as
+# they take over From: and Signed-off-by: (submit.sh, check-mail.sh).
+copyright_takeover() {
+	local id old new
+
+	new=$(sed 's/[\\&|]/\\&/g' <<<"$3")
+	while read -r id; do
+		[ -n "$id" ] || continue
+		old=$(sed 's/[][\\.*^$|/]/\\&/g' <<<"$id")
+		printf '/%sCopyright/ s|%s|%s|g\n' "${1:+$1.*}" "$old" "$new"
+	done <<<"$2"
+}
+
+# The git repository of suite @1's pinned tarball in the cache (made by
+# external_base_repo from the build script), its commit tagged 'base'.
+external_base_dir() {
+	local pin="$EXTERNAL_DIR/$1/SOURCE"
+
+	case "$1" in
+	ltp) echo "$EPOLL_CACHE_DIR/$1-$(pin_field "$pin" commit | cut -c1-12)" ;;
+	liburing) echo "$EPOLL_CACHE_DIR/$1-$(pin_field "$pin" version)" ;;
+	*) die "no external suite '$1'" ;;
+	esac
+}
+
+# Fail unless the tarball @1 is 'git archive' of the commit suite @2's
+# SOURCE pins (the commit its pax header names), so that base-commit:
+# names upstream's commit of the tree the build unpacks.
+check_tarball_commit() {
+	local tarball=$1 want have
+
+	want=$(pin_field "$EXTERNAL_DIR/$2/SOURCE" commit)
+	have=$(case "$tarball" in
+		*.xz) xz -dc "$tarball" ;;
+		*.gz) gzip -dc "$tarball" ;;
+		*) cat "$tarball" ;;
+		esac 2>/dev/null | git get-tar-commit-id 2>/dev/null || true)
+	[ "$have" = "$want" ] ||
+		die "${tarball##*/} is 'git archive' of ${have:-no commit}, not of external/$2/SOURCE's commit=$want"
+}
+
 # Make @1 a git repository of the tarball @2 (its top directory
 # stripped), one commit tagged 'base', unless it is one already.
 external_base_repo() {

@@ -24,21 +24,27 @@ usage() {
 	cat <<EOF
 Usage: ${0##*/} [-h] [--send | --test-sender 'NAME <ADDR>'] [-o DIR] [POSTING...]
 
-For each posting (default: all, in order: $(postings | tr '\n' ' '))
+For each posting (default: all, in order: $(all_postings | tr '\n' ' '))
 take its mails from patches/<posting>/ (0000-cover-letter.patch first,
-as scripts/export-series.sh makes them), and:
+as scripts/export-series.sh makes them) or, for a posting to another
+project (${EXTERNAL_SUITES[*]}), from external/<posting>/patches/ (as
+scripts/export-external.sh makes them), and:
 
   1. refuse to go on without a sender, or with one at a domain that does
      not deliver mail (the placeholder that signs this repository's
      commits is one): the sender is SUBMIT_FROM, else git config
      user.name and user.email;
   2. refuse a cover letter that still holds a placeholder ($PLACEHOLDER_RE);
-  3. run checkpatch.pl --strict on every patch (not the cover letter);
+  3. run checkpatch.pl --strict on every patch (not the cover letter) of
+     the kernel's postings;
   4. check the recipients: every maintainer, reviewer and list that
      scripts/get_maintainer.pl names for the posting's patches must be in
      the To: or Cc: of its cover letter, which the template
      Documentation/cover-letters/<posting>.txt holds, with the people and
-     lists its maintainers expect beyond that;
+     lists its maintainers expect beyond that; another project's tree has
+     no get_maintainer.pl: there, each address of the recipients= line of
+     external/<posting>/SOURCE (its list and maintainer) must be in the
+     To: or Cc: of its template, external/<posting>/cover-letter.txt;
   5. write the thread to DIR/<posting>/ (default DIR: $OUT_MAIL), as
      the sender's: the sender is the author of the whole series, so the
      From: of every mail whose author is a placeholder, and every
@@ -49,7 +55,8 @@ as scripts/export-series.sh makes them), and:
      letter's To: and Cc:, a Message-Id:, and each patch In-Reply-To:
      and References: of the cover letter; the cover letter ends with the
      upstream version of the base in a sentence and 'base-commit:' (the
-     commit in \$OUT_DIR/base-commit), before the
+     commit in \$OUT_DIR/base-commit; for another project, the upstream
+     commit its SOURCE pins, of which its tarball is 'git archive'), before the
      'prerequisite-patch-id:' lines make export wrote; a mail left with a
      placeholder identity anywhere is refused;
   6. show what 'git send-email --dry-run' would send (with --send: send,
@@ -161,9 +168,10 @@ placeholder_strings() {
 }
 
 check_posting() {
-	local posting=$1 ksrc=$2 dir="$PATCHES_DIR/$1" cover recipients want p out
+	local posting=$1 ksrc=$2 dir cover recipients want p out who
 	local -a patches
 
+	dir=$(posting_mail_dir "$posting")
 	cover="$dir/0000-cover-letter.patch"
 	[ -f "$cover" ] || { problem "$posting: no $cover: run 'make export'"; return; }
 	! grep -Eq "$PLACEHOLDER_RE" "$cover" ||
@@ -173,7 +181,7 @@ check_posting() {
 	for p in "$dir"/[0-9]*.patch; do
 		[ "$p" = "$cover" ] || patches+=("$p")
 	done
-	if [ "$mode" != roundtrip ]; then
+	if [ "$mode" != roundtrip ] && ! is_external "$posting"; then
 		for p in "${patches[@]}"; do
 			out=$( (cd "$ksrc" || exit
 				PATH=/usr/bin:$PATH ./scripts/checkpatch.pl --strict -q --terse \
@@ -188,12 +196,13 @@ check_posting() {
 	recipients=$( { mail_field "$cover" To; echo ,; mail_field "$cover" Cc; } | tr -d '\n' | addresses)
 	[ -n "$(mail_field "$cover" To)" ] || problem "$posting: the cover letter has no To:"
 	# The round trip checks the recipients of the delivered mails itself.
-	[ "$mode" != roundtrip ] && [ -x "$ksrc/scripts/get_maintainer.pl" ] || return 0
-	want=$(cd "$ksrc" && ./scripts/get_maintainer.pl --no-rolestats --nogit \
-		--nogit-fallback --no-keywords "${patches[@]}" 2>/dev/null | addresses)
+	[ "$mode" != roundtrip ] || return 0
+	want=$(required_recipients "$posting" "$ksrc" "${patches[@]}")
+	who="get_maintainer.pl names"
+	! is_external "$posting" || who="external/$posting/SOURCE's recipients= names"
 	while read -r p; do
 		[ -z "$p" ] || grep -qxF "$p" <<<"$recipients" ||
-			problem "$posting: get_maintainer.pl names $p, who is not in To:/Cc:"
+			problem "$posting: $who $p, who is not in To:/Cc:"
 	done <<<"$want"
 }
 
@@ -205,9 +214,10 @@ folded_header() {
 # Mail $1 as the sender's, to stdout. $2: the Message-Id; $3: the cover
 # letter's (empty for the cover letter itself); $4, $5: its To:, Cc:;
 # $6: the lines that end a cover letter before its prerequisite-patch-id:
-# lines (base sentence, base-commit:); $7: the placeholders' strings.
+# lines (base sentence, base-commit:); $7: the placeholders' strings; $8:
+# a sed program for the body (copyright_takeover), or none.
 sender_mail() {
-	local mail=$1 id=$2 cover_id=$3 to=$4 cc=$5 base_block=$6 placeholders=$7
+	local mail=$1 id=$2 cover_id=$3 to=$4 cc=$5 base_block=$6 placeholders=$7 body_edit=${8:-}
 	local headers from author
 
 	headers=$(sed -n '2,/^$/p' "$mail" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n[[:space:]]\+/ /g')
@@ -218,11 +228,12 @@ sender_mail() {
 	printf 'From: %s\n' "$author"
 	grep -Ei '^(Date|Subject|MIME-Version|Content-Type|Content-Transfer-Encoding):' <<<"$headers"
 	folded_header To "$to"
-	folded_header Cc "$cc"
+	# Not an empty one: LTP's posting goes to its list alone.
+	[ -z "$cc" ] || folded_header Cc "$cc"
 	printf 'Message-Id: <%s>\n' "$id"
 	[ -z "$cover_id" ] || printf 'In-Reply-To: <%s>\nReferences: <%s>\n' "$cover_id" "$cover_id"
 	printf '\n'
-	sed '1,/^$/d' "$mail" |
+	sed '1,/^$/d' "$mail" | sed -e "${body_edit:-}" |
 	ME="$sender_name <$sender_email>" MYNAME="$sender_name" TRAILER_RE="$IDENTITY_TRAILER_RE" \
 	COVER="$([ -z "$cover_id" ] && echo 1 || echo 0)" BASE_BLOCK="$base_block" \
 	PLACEHOLDERS="$placeholders" awk '
@@ -269,18 +280,22 @@ sender_mail() {
 }
 
 # The posting's mails in $2 (a directory of git format-patch mails, the
-# cover letter first) as the sender's thread in $3; $1 names it; $4 is the
-# repository of the base commit $5, which the cover letter names.
+# cover letter first) as the sender's thread in $3; $1 names it, and so
+# its base (posting_base), which the cover letter names.
 write_thread() {
-	local posting=$1 src=$2 dest=$3 base_repo=$4 base=$5
+	local posting=$1 src=$2 dest=$3
 	local cover="$2/0000-cover-letter.patch" to cc stamp nonce domain k=0 p
-	local id cover_id placeholders base_block
+	local id cover_id placeholders base_block takeover=""
 
 	to=$(mail_field "$cover" To)
 	cc=$(mail_field "$cover" Cc)
 	placeholders=$(placeholder_strings "$src")
-	base_block=$(base_description "$base_repo" "$base")
-	base_block+="${base_block:+$'\n\n'}base-commit: $base"
+	# Another project's new files name their author in a copyright
+	# notice (LTP asks for one): the sender's, as the From: is.
+	! is_external "$posting" ||
+		takeover=$(copyright_takeover '^[+]' "$(placeholder_identities "$src")" "$sender_name <$sender_email>")
+	base_block=$(posting_base_description "$posting")
+	base_block+="${base_block:+$'\n\n'}base-commit: $(posting_base "$posting")"
 	stamp=$(date -u +%Y%m%d%H%M%S)
 	nonce=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	domain=${sender_email#*@}
@@ -293,7 +308,7 @@ write_thread() {
 		else
 			k=$((k + 1))
 			id="$stamp-$posting-$nonce-$k@$domain"
-			sender_mail "$p" "$id" "$cover_id" "$to" "$cc" "" "$placeholders"
+			sender_mail "$p" "$id" "$cover_id" "$to" "$cc" "" "$placeholders" "$takeover"
 		fi > "$dest/${p##*/}"
 	done
 	# Mails for another project that belong in the thread (the RFC's
@@ -375,7 +390,7 @@ send_thread() {
 }
 
 main() {
-	local ksrc posting out="" test_sender="" base_repo base
+	local ksrc posting out="" test_sender=""
 	local -a argv=()
 
 	while [ $# -gt 0 ]; do
@@ -393,13 +408,14 @@ main() {
 	done
 	[ -n "$out" ] || { [ "$mode" = roundtrip ] && out=$OUT_TEST_MAIL || out=$OUT_MAIL; }
 	ksrc=${KERNEL_SRC:-$WORKTREE}
-	[ -x "$ksrc/scripts/checkpatch.pl" ] ||
-		die "no kernel tree at $ksrc: run 'make tree' (scripts/apply-series.sh) or set KERNEL_SRC"
-	[ $# -gt 0 ] || mapfile -t -d $'\n' argv < <(postings)
+	[ $# -gt 0 ] || mapfile -t -d $'\n' argv < <(all_postings)
 	[ $# -eq 0 ] || argv=("$@")
 	set -- "${argv[@]}"
 	for posting in "$@"; do
-		grep -qxF "$posting" <<<"$(postings)" || die "no posting '$posting' in series (postings: $(postings | tr '\n' ' '))"
+		grep -qxF "$posting" <<<"$(all_postings)" ||
+			die "no posting '$posting' in series or external/ (postings: $(all_postings | tr '\n' ' '))"
+		is_external "$posting" || [ -x "$ksrc/scripts/checkpatch.pl" ] ||
+			die "no kernel tree at $ksrc: run 'make tree' (scripts/apply-series.sh) or set KERNEL_SRC"
 	done
 	if ! set_sender "$test_sender"; then
 		# No mail of an earlier run outlives a refusal.
@@ -407,11 +423,9 @@ main() {
 		exit 1
 	fi
 	log "sender: $sender_header"
-	base_repo=$WORKTREE
-	base=$(base_commit)
 	for posting in "$@"; do
 		check_posting "$posting" "$ksrc"
-		write_thread "$posting" "$PATCHES_DIR/$posting" "$out/$posting" "$base_repo" "$base"
+		write_thread "$posting" "$(posting_mail_dir "$posting")" "$out/$posting"
 		log "$posting: $(find "$out/$posting" -name '*.patch' | wc -l) mails in $out/$posting"
 	done
 	if [ "$mode" != dry ] && [ "$fail" -ne 0 ]; then

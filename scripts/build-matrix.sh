@@ -24,14 +24,14 @@ readonly MAKE_FLAGS=(W=1)
 # config/NAME.config of this repository, or a path in the patched tree,
 # used when the top of the series has it.
 readonly MATRIX=(
-	"x86_64-gcc         x86_64 gcc                   1 qemu-x86_64 debug matrix/epoll $KUNITCONFIG"
-	"x86_64-clang-debug x86_64 clang-19              0 qemu-x86_64 debug matrix/clang-debug matrix/epoll $KUNITCONFIG"
+	"x86_64-gcc         x86_64 gcc                   1 guest qemu-x86_64 debug matrix/epoll $KUNITCONFIG"
+	"x86_64-clang-debug x86_64 clang-19              0 guest qemu-x86_64 debug matrix/clang-debug matrix/epoll $KUNITCONFIG"
 	"i386-gcc           i386   gcc                   1 matrix/epoll $KUNITCONFIG"
 	"arm-gcc            arm    arm-linux-gnueabi-gcc 1 matrix/arm matrix/epoll"
 	"arm64-gcc          arm64  aarch64-linux-gnu-gcc 1 matrix/epoll $KUNITCONFIG"
-	"x86_64-no-pm-sleep x86_64 gcc                   1 qemu-x86_64 matrix/epoll matrix/no-pm-sleep"
-	"x86_64-no-io-uring x86_64 gcc                   1 qemu-x86_64 matrix/epoll matrix/no-io-uring"
-	"x86_64-no-epoll    x86_64 gcc                   1 qemu-x86_64 matrix/epoll matrix/no-epoll"
+	"x86_64-no-pm-sleep x86_64 gcc                   1 guest qemu-x86_64 matrix/epoll matrix/no-pm-sleep"
+	"x86_64-no-io-uring x86_64 gcc                   1 guest qemu-x86_64 matrix/epoll matrix/no-io-uring"
+	"x86_64-no-epoll    x86_64 gcc                   1 guest qemu-x86_64 matrix/epoll matrix/no-epoll"
 )
 
 usage() {
@@ -142,62 +142,6 @@ fragment_files() {
 	done
 }
 
-# The statement of Makefile (or Kbuild) in tree dir @1 that adds @2 (an
-# object "x.o" or a subdirectory "x/") prints its variable: obj-y,
-# obj-$(CONFIG_FOO), ...
-makefile_var() {
-	local dir=$1 what=$2 mk
-
-	for mk in "$MATRIX_TREE/$dir/Kbuild" "$MATRIX_TREE/$dir/Makefile"; do
-		[ -f "$mk" ] || continue
-		# Whole file read (no early exit): a writer into the pipe
-		# would die of SIGPIPE, and pipefail would say "not found".
-		awk -v what="$what" '
-			{ line = line $0 }
-			/\\$/ { sub(/\\$/, " ", line); next }
-			{ stmt = line; line = "" }
-			found || stmt ~ /^[[:space:]]*#/ { next }
-			stmt ~ /^[[:space:]]*[^ :+=]+[[:space:]]*[:+]?=/ {
-				var = stmt; sub(/[[:space:]]*[:+]?=.*/, "", var)
-				sub(/^[[:space:]]*/, "", var)
-				rhs = stmt; sub(/^[^=]*=/, "", rhs)
-				n = split(rhs, w, /[[:space:]]+/)
-				for (i = 1; i <= n; i++)
-					if (w[i] == what) { print var; found = 1 }
-			}
-			END { exit !found }' "$mk" && return 0
-	done
-	return 1
-}
-
-# True when kbuild builds tree file @1 (x.c) into vmlinux with the .config
-# @2: its object and each directory above it are added as obj-y or as
-# obj-$(CONFIG_FOO) with FOO=y. (Asked for directly, kbuild would
-# compile any x.o, built or not.)
-kbuild_builds() {
-	local path=$1 config=$2 srcarch dir what var opt
-
-	case "$cfg_arch" in i386|x86_64) srcarch=x86 ;; *) srcarch=$cfg_arch ;; esac
-	case "$path" in arch/*) [[ "$path" == "arch/$srcarch/"* ]] || return 1 ;; esac
-	dir=${path%/*}
-	what=${path##*/}
-	what=${what%.c}.o
-	while :; do
-		var=$(makefile_var "$dir" "$what") || return 1
-		case "$var" in
-		obj-y) ;;
-		'obj-$(CONFIG_'*')')
-			opt=${var#obj-\$(}
-			grep -qx "${opt%)}=y" "$config" || return 1 ;;
-		*) return 1 ;;
-		esac
-		# The top Kbuild adds arch/$(SRCARCH)/ and the top-level directories.
-		[ "$dir" != . ] && [ "$dir" != "arch/$srcarch" ] || return 0
-		what=${dir##*/}/
-		case "$dir" in */*) dir=${dir%/*} ;; *) dir=. ;; esac
-	done
-}
-
 # Kernel C files the series changes, and those that include a header it
 # changes (include/linux/eventpoll.h -> every #include <linux/eventpoll.h>).
 candidate_sources() {
@@ -245,7 +189,7 @@ configure() {
 	verify_config "$tmp" "${frags[@]}"
 	mv "$tmp" "$cfg_dir/matrix.config"
 	while read -r f; do
-		! kbuild_builds "$f" "$cfg_dir/matrix.config" || printf '%s\n' "${f%.c}.o"
+		! kbuild_builds "$MATRIX_TREE" "$cfg_arch" "$f" "$cfg_dir/matrix.config" || printf '%s\n' "${f%.c}.o"
 	done <<<"$SOURCES" > "$cfg_dir/matrix.objects"
 	printf '%s\n' "$stamp" > "$cfg_dir/matrix.stamp"
 }

@@ -275,6 +275,62 @@ builds_as_parent() {
 		grep -qvE '^(tools/testing/|Documentation/.*\.rst$|MAINTAINERS$)'
 }
 
+# The statement of Makefile (or Kbuild) in dir @2 of kernel tree @1 that
+# adds @3 (an object "x.o" or a subdirectory "x/") prints its variable:
+# obj-y, obj-$(CONFIG_FOO), ...
+makefile_var() {
+	local tree=$1 dir=$2 what=$3 mk
+
+	for mk in "$tree/$dir/Kbuild" "$tree/$dir/Makefile"; do
+		[ -f "$mk" ] || continue
+		# Whole file read (no early exit): a writer into the pipe
+		# would die of SIGPIPE, and pipefail would say "not found".
+		awk -v what="$what" '
+			{ line = line $0 }
+			/\\$/ { sub(/\\$/, " ", line); next }
+			{ stmt = line; line = "" }
+			found || stmt ~ /^[[:space:]]*#/ { next }
+			stmt ~ /^[[:space:]]*[^ :+=]+[[:space:]]*[:+]?=/ {
+				var = stmt; sub(/[[:space:]]*[:+]?=.*/, "", var)
+				sub(/^[[:space:]]*/, "", var)
+				rhs = stmt; sub(/^[^=]*=/, "", rhs)
+				n = split(rhs, w, /[[:space:]]+/)
+				for (i = 1; i <= n; i++)
+					if (w[i] == what) { print var; found = 1 }
+			}
+			END { exit !found }' "$mk" && return 0
+	done
+	return 1
+}
+
+# True when kbuild builds file @3 (x.c) of kernel tree @1 into vmlinux for
+# ARCH @2 with the .config @4: its object and each directory above it are added as obj-y or as
+# obj-$(CONFIG_FOO) with FOO=y. (Asked for directly, kbuild would
+# compile any x.o, built or not.)
+kbuild_builds() {
+	local tree=$1 arch=$2 path=$3 config=$4 srcarch dir what var opt
+
+	case "$arch" in i386|x86_64) srcarch=x86 ;; *) srcarch=$arch ;; esac
+	case "$path" in arch/*) [[ "$path" == "arch/$srcarch/"* ]] || return 1 ;; esac
+	dir=${path%/*}
+	what=${path##*/}
+	what=${what%.c}.o
+	while :; do
+		var=$(makefile_var "$tree" "$dir" "$what") || return 1
+		case "$var" in
+		obj-y) ;;
+		'obj-$(CONFIG_'*')')
+			opt=${var#obj-\$(}
+			grep -qx "${opt%)}=y" "$config" || return 1 ;;
+		*) return 1 ;;
+		esac
+		# The top Kbuild adds arch/$(SRCARCH)/ and the top-level directories.
+		[ "$dir" != . ] && [ "$dir" != "arch/$srcarch" ] || return 0
+		what=${dir##*/}/
+		case "$dir" in */*) dir=${dir%/*} ;; *) dir=. ;; esac
+	done
+}
+
 # The kernel C files (not tools/) that the postings add or change.
 series_c_files() {
 	git -C "$WORKTREE" diff --name-only --diff-filter=AM "$(base_commit)" "$(postings_head)" -- '*.c' ':!tools/'

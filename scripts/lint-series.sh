@@ -67,12 +67,15 @@ bmake() {
 	make -C "$BISECT_TREE" O="$BISECT_BUILD" ARCH=x86_64 CC="$KCC" -j"$JOBS" "$@" </dev/null
 }
 
-# Objects, in the guest's configuration, of the C files the series touches.
+# Objects, in the guest's configuration, of the C files the series
+# touches. Asked of the tree's makefiles, not of the guest's build
+# directory: a kernel taken from the cache comes without its objects.
 touched_objects() {
 	local f
 
 	series_c_files | while read -r f; do
-		[ ! -f "$BUILD_DIR/qemu/${f%.c}.o" ] || printf '%s\n' "${f%.c}.o"
+		! kbuild_builds "$WORKTREE" x86_64 "$f" "$BUILD_DIR/qemu/.config" ||
+			printf '%s\n' "${f%.c}.o"
 	done
 }
 
@@ -115,7 +118,12 @@ build() {
 
 	base=$(base_commit)
 	objs=$(touched_objects | tr '\n' ' ')
-	[ -n "$objs" ] || { log "the series touches no C file built in this configuration"; return; }
+	[ -f "$BUILD_DIR/qemu/.config" ] ||
+		{ problem "no guest configuration in $BUILD_DIR/qemu: run 'make kernel' first"; return; }
+	# The debug guest builds every C file of the series: none found is a
+	# broken check, not a clean one.
+	[ -n "$objs" ] ||
+		{ problem "none of the series' C files is built in $BUILD_DIR/qemu/.config"; return; }
 	worktree_at "$BISECT_TREE" "$base"
 	mkdir -p "$BISECT_BUILD"
 	cmp -s "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config" ||

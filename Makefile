@@ -13,7 +13,7 @@ endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
 	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
-	GUEST_JOBS GUEST_TESTS GUEST_PANIC GUEST_ARCH QEMU_CPU SUBMIT_FROM
+	GUEST_JOBS GUEST_TESTS GUEST_PANIC GUEST_ARCH QEMU_CPU SUBMIT_FROM FRESH
 
 S := scripts
 RESULTS := $(OUT_DIR)/results
@@ -50,6 +50,7 @@ define guest_stages
 endef
 
 define fresh_results
+	$(S)/check-disk.sh
 	mkdir -p $(RESULTS)
 	rm -f $(RESULTS)/{stages.tsv,summary.*,console.log,kunit-uml.*,kunit-uml-nopm.*}
 	$(STAGE) deps $(S)/install-deps.sh
@@ -68,6 +69,7 @@ help:
 	  '  KERNEL_BASE   the commit of KERNEL_TREE to apply to (default: its HEAD)' \
 	  '  JOBS          parallel make jobs (default: nproc)' \
 	  '  FORCE=1       make tree/run/check: set unexported work in out/linux aside' \
+	  '  FRESH=1       make check: run the build and lint stages even when they passed with the same inputs' \
 	  '  QEMU_APPEND   more guest command line, e.g. epoll.tests=epoll_ctl_disable_test' \
 	  '  GUEST_ARCH    the guest stages'"'"' architecture: x86_64 (default) or arm64 (make arm64 sets it)' \
 	  '  QEMU_CPU      the arm64 guest'"'"'s CPU model (default: max)' \
@@ -103,21 +105,21 @@ check:
 	$(fresh_results)
 	$(STAGE) check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
-	$(STAGE) check-external $(S)/check-external.sh
+	$(STAGE) -c check-external $(S)/check-external.sh
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check
 	$(STAGE) -k mutate-sample $(S)/run-mutate.sh sample
-	$(STAGE) checkpatch $(S)/lint-series.sh checkpatch
-	$(STAGE) mail-roundtrip $(S)/check-mail.sh
-	$(STAGE) lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
-	$(STAGE) htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
-	$(STAGE) litmus $(S)/check-litmus.sh
+	$(STAGE) -c checkpatch $(S)/lint-series.sh checkpatch
+	$(STAGE) -c mail-roundtrip $(S)/check-mail.sh
+	$(STAGE) -c lint-docs $(S)/lint-docs.sh $(OUT_DIR)/linux
+	$(STAGE) -c htmldocs $(S)/check-htmldocs.sh $(OUT_DIR)/linux
+	$(STAGE) -c litmus $(S)/check-litmus.sh
 	$(guest_stages)
-	$(STAGE) -k guests $(S)/run-guests.sh
-	$(STAGE) -k arm64 $(MAKE) --no-print-directory arm64
+	$(STAGE) -k -c $(foreach g,base no-io-uring no-pm-sleep,-o guest-$(g)) guests $(S)/run-guests.sh
+	$(STAGE) -k -c -o arm64 arm64 $(MAKE) --no-print-directory arm64
 	$(STAGE) -k kunit-uml-nopm $(S)/run-kunit.sh --no-pm-sleep
-	$(STAGE) -k bisect-sparse-cocci $(S)/lint-series.sh build
-	$(STAGE) -k build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
-	$(STAGE) -k backport $(S)/check-backport.sh
+	$(STAGE) -k -c bisect-sparse-cocci $(S)/lint-series.sh build
+	$(STAGE) -k -c build-matrix $(S)/build-matrix.sh $(MATRIX_CHECK_FLAGS)
+	$(STAGE) -k -c backport $(S)/check-backport.sh
 	$(S)/summarize.py $(RESULTS) $(EXPECT_KUNIT)
 
 ## make guests   the posted tests on kernels without PM_SLEEP, without IO_URING, and the base

@@ -7,7 +7,7 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly MATRIX_TREE="$OUT_DIR/matrix/linux"
+readonly MATRIX_TREE="$SCRATCH_TREE"
 readonly MATRIX_BUILD="$BUILD_DIR/matrix"
 readonly LOG="$RESULTS_DIR/matrix"
 # Base warnings, per base commit, compiler and configuration: kept across runs.
@@ -56,7 +56,7 @@ or a file of the patched tree):
 $(printf '%s\n' "${MATRIX[@]}" | awk '{ printf "  %-19s ARCH=%-6s %-22s %s", $1, $2, $3, $4 == 1 ? "C=1" : "   "
 	for (i = 5; i <= NF; i++) printf " %s", $i; print "" }')
 
-The configurations share one worktree of \$OUT_DIR/linux ($MATRIX_TREE)
+The configurations share the scratch worktree of \$OUT_DIR/linux ($MATRIX_TREE)
 and have one build directory each ($MATRIX_BUILD/NAME), with ccache.
 A configuration is made anew only when the top of the series, a fragment
 or the compiler changes. The base's warnings are cached in
@@ -400,7 +400,7 @@ main() {
 	command -v ccache >/dev/null || die "ccache missing: run scripts/install-deps.sh"
 	TOP=$(postings_head)
 	readonly TOP
-	worktree_at "$MATRIX_TREE" "$TOP"
+	scratch_tree_at "$TOP"
 	SOURCES=$(candidate_sources)
 	readonly SOURCES
 	[ -n "$SOURCES" ] || log "the series changes no kernel C file and no header: only 'make prepare' is built"

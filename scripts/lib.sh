@@ -248,15 +248,55 @@ worktree_at() {
 	git -C "$dir" checkout -q -f --detach "$rev"
 }
 
+# The one worktree that the stages building another revision than
+# $WORKTREE's share (the bisect build, the build matrix, the guests of
+# run-guests.sh), each with its own O=: one checkout on disk instead of
+# one each. Held, with a lock, from scratch_tree_at to the end of the
+# process, so that two stages cannot switch it under each other.
+readonly SCRATCH_TREE="$OUT_DIR/scratch"
+
+scratch_tree_at() {
+	local rev=$1
+
+	if [ -z "${SCRATCH_LOCK_FD:-}" ]; then
+		mkdir -p "$OUT_DIR"
+		exec {SCRATCH_LOCK_FD}>"$SCRATCH_TREE.lock"
+		flock -n "$SCRATCH_LOCK_FD" ||
+			die "another stage is building in $SCRATCH_TREE: run this one when it has ended"
+	fi
+	worktree_at "$SCRATCH_TREE" "$rev"
+}
+
+# Point @link (a directory's path) at $SCRATCH_TREE. A worktree of its
+# own from an earlier layout goes, unless it holds changes: those are
+# somebody's work.
+link_scratch_tree() {
+	local link=$1
+
+	[ "$(readlink "$link" 2>/dev/null)" != "$SCRATCH_TREE" ] || return 0
+	if [ -d "$link" ] && [ ! -L "$link" ]; then
+		[ -z "$(git -C "$link" status --porcelain 2>/dev/null)" ] ||
+			die "$link has uncommitted changes: commit or move them, then run this again"
+		rm -rf "$link"
+		git -C "$WORKTREE" worktree prune
+	fi
+	ln -sfn "$SCRATCH_TREE" "$link"
+}
+
 # Make @kout an OUT_DIR that build-kernel.sh, make-initramfs.sh and
 # run-qemu.sh use as they use $OUT_DIR, for the kernel at @rev: linux/ a
-# worktree at @rev, whole at its commit; base-commit copied;
-# series-applied the number of patches in it.
+# worktree at @rev, whole at its commit (with @3 "shared": the scratch
+# tree); base-commit copied; series-applied the number of patches in it.
 kernel_out_dir() {
-	local kout=$1 rev=$2
+	local kout=$1 rev=$2 shared=${3:-}
 
 	mkdir -p "$kout"
-	worktree_at "$kout/linux" "$rev"
+	if [ "$shared" = shared ]; then
+		scratch_tree_at "$rev"
+		link_scratch_tree "$kout/linux"
+	else
+		worktree_at "$kout/linux" "$rev"
+	fi
 	cp "$OUT_DIR/base-commit" "$kout/"
 	git -C "$WORKTREE" rev-list --count "$(base_commit)..$rev" > "$kout/series-applied"
 }

@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-readonly BISECT_TREE="$OUT_DIR/bisect"
+readonly BISECT_TREE="$SCRATCH_TREE"
 readonly BISECT_BUILD="$BUILD_DIR/bisect"
 readonly LOG="$RESULTS_DIR/lint"
 
@@ -124,7 +124,7 @@ build() {
 	# broken check, not a clean one.
 	[ -n "$objs" ] ||
 		{ problem "none of the series' C files is built in $BUILD_DIR/qemu/.config"; return; }
-	worktree_at "$BISECT_TREE" "$base"
+	scratch_tree_at "$base"
 	mkdir -p "$BISECT_BUILD"
 	cmp -s "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config" ||
 		cp "$BUILD_DIR/qemu/.config" "$BISECT_BUILD/.config"

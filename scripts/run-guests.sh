@@ -30,7 +30,7 @@ the posted tests test:
 $(printf '  %s\n' "${GUESTS[@]}" | awk '{ printf "  %-12s from %-9s %s\n", $1, $2, $3 }')
 Each kernel is built without sanitizers (DEBUG_CONFIG=config/nodebug.config,
 with config/proof.config and the tree's test fragments, and the guest's
-fragment last) from a worktree of \$OUT_DIR/linux into
+fragment last) from \$OUT_DIR/scratch (a worktree of \$OUT_DIR/linux) into
 \$BUILD_DIR/guest-<name>/, with ccache. The base kernel gets the posted
 selftests' config fragment; it has no KUnit suite. The guest boots the
 initramfs of 'make initramfs' and runs the posted programs, -m64, as
@@ -77,7 +77,7 @@ run_guest() {
 	# The base tree lacks the posted selftests' fragment: take the series'.
 	[ "$rev" != "$(base_commit)" ] || extra="$WORKTREE/$SELFTEST_CONFIG"
 	[ "$frag" = - ] || extra="$extra $REPO_DIR/$frag"
-	kernel_out_dir "$kout" "$rev"
+	kernel_out_dir "$kout" "$rev" shared
 	log "$name: building $(git -C "$WORKTREE" log -1 --format='%h %s' "$rev")"
 	OUT_DIR="$kout" DEBUG_CONFIG="$REPO_DIR/config/nodebug.config" \
 		EXTRA_CONFIGS="${extra# }" "$REPO_DIR/scripts/build-kernel.sh"

@@ -3,7 +3,8 @@
 """Turn the raw logs of a run into one verdict.
 
 Reads, from the results directory:
-  stages.tsv        name, seconds, exit status, start time per stage
+  stages.tsv        name, seconds, exit status, start time per stage and,
+                    for a stage not run again, when it passed before
                     (scripts/stage.sh)
   kunit-uml.json    kunit.py's parsed UML results, kunit-uml.log its raw
                     log (scripts/run-kunit.sh; make run); or kunit-uml-nopm.*,
@@ -373,6 +374,8 @@ def stages(path):
                 row = {'stage': fields[0], 'seconds': int(fields[1]), 'status': int(fields[2])}
                 if len(fields) > 3:
                     row['start_time'] = iso(int(fields[3]))
+                if len(fields) > 4 and fields[4]:
+                    row['passed_before'] = iso(int(fields[4]))
                 rows.append(row)
     except FileNotFoundError:
         pass
@@ -728,7 +731,10 @@ def main():
 
     out.append(f"{'stage':<28}{'seconds':>8}  status")
     for row in stage_rows:
-        out.append(f"{row['stage']:<28}{row['seconds']:>8}  {'ok' if row['status'] == 0 else 'FAILED'}")
+        status = 'ok' if row['status'] == 0 else 'FAILED'
+        if 'passed_before' in row:
+            status += f" (inputs unchanged since its pass of {row['passed_before'][:16]})"
+        out.append(f"{row['stage']:<28}{row['seconds']:>8}  {status}")
     out.append('')
     out.append(f"{'tests':<36}{'passed':>8}{'failed':>8}{'skipped':>8}")
     for name, c in counts.items():

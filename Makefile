@@ -103,7 +103,7 @@ run:
 ## make check    what CI runs: series and lint checks, the guest, KUnit on UML without PM_SLEEP, builds
 check:
 	$(fresh_results)
-	$(STAGE) check-series $(S)/check-series.sh
+	$(STAGE) -c check-series $(S)/check-series.sh
 	$(STAGE) check-series-self-test $(S)/check-series.sh --self-test
 	$(STAGE) -c check-external $(S)/check-external.sh
 	$(STAGE) mutate-list $(S)/run-mutate.sh --check

@@ -80,6 +80,7 @@ SPLATS = [
     (re.compile(r'sleeping function called from invalid context'), 'atomic sleep'),
     (re.compile(r'Kernel panic|Oops|general protection fault|UBSAN'), 'crash'),
 ]
+LOCKDEP_BANNER = 'Lock dependency validator:'
 # Banner lines that name a debug facility without reporting anything.
 SPLAT_NOISE = re.compile(r'kasan: KernelAddressSanitizer initialized|'
                          r'KernelAddressSanitizer.*enabled|'
@@ -291,6 +292,24 @@ def splats(lines):
                 found.append(f'{what}: {line.strip()}')
                 break
     return found
+
+
+def lockdep_problems(console, where):
+    """A kernel with lockdep (its boot banner) must end the run with
+    debug_locks still 1, as guest/init reads it from /proc/lockdep_stats:
+    lockdep stops at its first report or when its tables fill, and its
+    silence after that proves nothing."""
+    if not any(LOCKDEP_BANNER in line for line in console):
+        return []
+    state = next((line.split('epoll-guest: lockdep ', 1)[1].strip() for line in console
+                  if 'epoll-guest: lockdep ' in line), None)
+    if state is None:
+        return [f'{where}: no lockdep state at the end of the run '
+                f'(guest/init prints debug_locks from /proc/lockdep_stats)']
+    if state != 'debug_locks: 1':
+        return [f'{where}: lockdep turned itself off during the run ({state}): '
+                f'the kernel log is not proof of anything after that']
+    return []
 
 
 def load_outcomes(path):
@@ -703,6 +722,7 @@ def main():
                     problems.append(f"{sg}: {abi}: posted programs that did not run: "
                                     f"{' '.join(sorted(missing))}")
         kernel_log += splats(console or [])
+        problems += lockdep_problems(console or [], sg)
     ran = set(environments) | {f'{g["guest"]}/kunit' for g in guest_runs} | (
         {f'{UML_RUNS[uml_name][1]}/kunit'} if groups[uml_group] else set())
     if strict and not os.path.exists(OUTCOMES):

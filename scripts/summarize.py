@@ -45,7 +45,7 @@ import re
 import subprocess
 import sys
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ORIGIN = 'eventpoll_series'
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(REPO_DIR, 'Documentation', 'summary.schema.json')

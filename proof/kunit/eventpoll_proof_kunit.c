@@ -4,10 +4,10 @@
  * (eventpoll_kunit.c, whose helpers these cases use) leaves to white-box
  * checks: whom a wakeup wakes, POLLFREE, a seeded random walk checked
  * against a model, who asks for CAP_BLOCK_SUSPEND (PF_SUPERPRIV), the
- * fast path of EPOLL_CTL_ADD (epnested_mutex) and the generation a failed
- * loop check leaves, the wakeup of pollers at release, a fatal signal in
- * delivery, and the key a target's ->poll() is asked for. Never posted
- * upstream.
+ * fast path of EPOLL_CTL_ADD (epnested_mutex), the generation a failed
+ * loop check leaves and the first check since boot, the wakeup of pollers
+ * at release, a fatal signal in delivery, and the key a target's ->poll()
+ * is asked for. Never posted upstream.
  */
 #include <linux/prandom.h>
 #include <linux/sched/signal.h>
@@ -819,6 +819,47 @@ static void eventpoll_failed_loop_check(struct kunit *test)
 }
 
 /*
+ * At boot loop_check_gen and every instance's generation are 0, so the
+ * first loop check must move loop_check_gen on before it walks: else every
+ * instance looks visited by it, the walk stops at once, and a loop goes
+ * unnoticed. The case gives two instances of its own that state, as if
+ * its check were the first since boot (the other instances keep older
+ * generations than any loop_check_gen takes meanwhile), closes a loop with
+ * them, and moves loop_check_gen past every value it took.
+ */
+static void eventpoll_first_loop_check(struct kunit *test)
+{
+	struct ep_test *t = test->priv;
+	struct eventpoll *outer;
+	u64 saved;
+	int error;
+
+	KUNIT_ASSERT_EQ(test, ep_test_instance(test, &outer), 0);
+	KUNIT_ASSERT_EQ(test, ep_proof_ctl_file(outer->file, EPOLL_CTL_ADD,
+					       t->ep->file, EP_TEST_NR_SRC,
+					       EPOLLIN, 0, false), 0);
+	mutex_lock(&epnested_mutex);
+	saved = loop_check_gen;
+	loop_check_gen = 0;
+	t->ep->gen = 0;
+	outer->gen = 0;
+	mutex_unlock(&epnested_mutex);
+
+	error = ep_proof_ctl_file(t->ep->file, EPOLL_CTL_ADD, outer->file,
+				  EP_TEST_NR_SRC + 1, EPOLLIN, 0, false);
+	/* A loop was made: undo it before anything polls the instances. */
+	if (!error)
+		ep_proof_ctl_file(t->ep->file, EPOLL_CTL_DEL, outer->file,
+				  EP_TEST_NR_SRC + 1, 0, 0, false);
+
+	mutex_lock(&epnested_mutex);
+	loop_check_gen = max(saved, loop_check_gen) + 1;
+	mutex_unlock(&epnested_mutex);
+
+	KUNIT_EXPECT_EQ(test, error, -ELOOP);
+}
+
+/*
  * The release of an epoll file wakes whoever still waits on its
  * poll_wait, so that nothing sleeps on a queue about to be freed. No task
  * can be such a waiter (poll(2) holds a reference to the file): the case
@@ -959,6 +1000,7 @@ static struct kunit_case eventpoll_proof_cases[] = {
 	KUNIT_CASE_PARAM(eventpoll_capability_asked, ep_ask_gen_params),
 	KUNIT_CASE(eventpoll_add_fast_path),
 	KUNIT_CASE(eventpoll_failed_loop_check),
+	KUNIT_CASE(eventpoll_first_loop_check),
 	KUNIT_CASE(eventpoll_release_wakes_pollers),
 	KUNIT_CASE(eventpoll_deliver_fatal_signal),
 	KUNIT_CASE(eventpoll_poll_key),

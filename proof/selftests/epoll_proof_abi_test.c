@@ -30,7 +30,10 @@
  *   the wakeup path limit, events during a scan (the overflow list);
  * - IORING_OP_EPOLL_CTL in a link and with reserved fields set;
  * - what the release paths free (slab counts), a killed waiter, the cost
- *   of a MOD without a wakeup source.
+ *   of a MOD without a wakeup source;
+ * - races held open by the kernel's race window: a MOD destroying a
+ *   wakeup source that a poll callback is using, and the close of an
+ *   instance racing the close of its target.
  */
 
 #include <stddef.h>
@@ -2838,6 +2841,238 @@ TEST(mod_without_a_wakeup_source_waits_for_no_grace_period)
 	close(other);
 	close(efd);
 	close(epfd);
+}
+
+/*
+ * Races held open by the kernel's race window (CONFIG_EPOLL_PROOF_WINDOW,
+ * fs/tests/eventpoll_window.c): a kprobe that keeps one named thread of
+ * the test at a kernel function for WINDOW_MS, while the test's other
+ * thread does the other side of the race. Each race then happens on every
+ * run.
+ *
+ * The held thread spins with interrupts off, so the two sides run pinned
+ * to two CPUs: the other side on CPU 0, the held thread on another. Else
+ * the other side may wait in the held CPU's run queue until the window
+ * closes, and a grace period may wait for that CPU for a reason of its
+ * own (SRCU runs its callbacks on the boot CPU until it grows), so that
+ * the race would not happen.
+ */
+#define WINDOW_DIR "/sys/kernel/debug/eventpoll_window"
+#define WINDOW_MS 3000
+/* How long the held thread may take to reach the window (TCG is slow). */
+#define WINDOW_REACH_MS 10000
+
+/* Set the window ("SYMBOL COMM MS"), or remove it (""). */
+static int window_set(const char *line)
+{
+	int fd, ret;
+
+	fd = open(WINDOW_DIR "/probe", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, line, strlen(line) ?: 1) < 0 ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Times a thread entered the window and left it, or -1 each. */
+static void window_count(int *entered, int *left)
+{
+	char buf[32] = "";
+	int fd;
+
+	*entered = *left = -1;
+	fd = open(WINDOW_DIR "/count", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (read(fd, buf, sizeof(buf) - 1) > 0)
+		sscanf(buf, "%d %d", entered, left);
+	close(fd);
+}
+
+/* Wait until a thread is in the window; false if none came in time. */
+static bool window_entered(void)
+{
+	int64_t deadline = __monotonic_ms() + WINDOW_REACH_MS;
+	int entered, left;
+
+	do {
+		window_count(&entered, &left);
+		if (entered > 0)
+			return true;
+		usleep(1000);
+	} while (__monotonic_ms() < deadline);
+	return false;
+}
+
+struct window_thread {
+	pthread_t thread;
+	const char *comm;	/* the name the window waits for */
+	int cpu;		/* where it runs */
+	int fd;			/* written to, or closed */
+	bool close;		/* close @fd instead of writing to it */
+	int error;		/* errno of the write or close, or 0 */
+};
+
+/* Pin the calling thread to @cpu; 0 or -errno. */
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/* A CPU other than 0 that this thread may run on, or -1. */
+static int window_cpu(void)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(0, &set))
+		return -1;
+	for (cpu = 1; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			return cpu;
+	return -1;
+}
+
+static void *window_thread_fn(void *arg)
+{
+	struct window_thread *w = arg;
+	uint64_t one = 1;
+
+	prctl(PR_SET_NAME, w->comm);
+	w->error = -pin_to_cpu(w->cpu);
+	if (w->error)
+		return NULL;
+	if (w->close)
+		w->error = close(w->fd) ? errno : 0;
+	else
+		w->error = write(w->fd, &one, sizeof(one)) < 0 ? errno : 0;
+	return NULL;
+}
+
+FIXTURE(race_window) {
+	int epfd;
+	int efd;
+	int cpu;	/* the held thread's */
+};
+
+FIXTURE_SETUP(race_window)
+{
+	int ret;
+
+	self->epfd = -1;
+	self->efd = -1;
+	if (access(WINDOW_DIR, F_OK))
+		SKIP(return, "kernel built without CONFIG_EPOLL_PROOF_WINDOW");
+	if (!wakeup_sources_supported())
+		SKIP(return, "kernel built without CONFIG_PM_SLEEP");
+	if (cap_is_effective(CAP_BLOCK_SUSPEND) != 1)
+		SKIP(return, "needs CAP_BLOCK_SUSPEND (run as root)");
+	self->cpu = window_cpu();
+	if (self->cpu < 0)
+		SKIP(return, "needs CPU 0 and another CPU: the held thread spins with interrupts off");
+	ASSERT_EQ(0, pin_to_cpu(0));
+	ret = window_set("");
+	ASSERT_EQ(0, ret)
+		TH_LOG("%s/probe: %s", WINDOW_DIR, strerror(-ret));
+	self->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, self->epfd);
+	self->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, self->efd);
+	ASSERT_EQ(0, ctl(self->epfd, EPOLL_CTL_ADD, self->efd,
+			 EPOLLIN | EPOLLWAKEUP, 1));
+}
+
+FIXTURE_TEARDOWN(race_window)
+{
+	window_set("");
+	if (self->efd >= 0)
+		close(self->efd);
+	if (self->epfd >= 0)
+		close(self->epfd);
+}
+
+/*
+ * A MOD that drops EPOLLWAKEUP destroys the item's wakeup source, while
+ * the poll callback may be activating it on another CPU: the callback
+ * holds ep->lock with interrupts off from reading epi->ws to using it, so
+ * the MOD must wait for an RCU grace period before it frees the source.
+ * The window holds the callback of the eventfd write in __pm_stay_awake()
+ * with the source in hand; the MOD must not return before the callback
+ * left it. A free before that is a use after free (KASAN reports it).
+ */
+TEST_F(race_window, mod_dropping_epollwakeup_waits_for_the_poll_callback)
+{
+	struct window_thread w = {
+		.comm = "ep-window-wake", .cpu = self->cpu, .fd = self->efd,
+	};
+	char line[64];
+	int entered, left;
+
+	snprintf(line, sizeof(line), "__pm_stay_awake %s %d", w.comm, WINDOW_MS);
+	ASSERT_EQ(0, window_set(line));
+	ASSERT_EQ(0, pthread_create(&w.thread, NULL, window_thread_fn, &w));
+	ASSERT_TRUE(window_entered())
+		TH_LOG("the eventfd write did not reach __pm_stay_awake()");
+	window_count(&entered, &left);
+	EXPECT_EQ(0, left)
+		TH_LOG("the callback left the window before the MOD began");
+
+	EXPECT_EQ(0, ctl(self->epfd, EPOLL_CTL_MOD, self->efd, EPOLLIN, 2));
+	window_count(&entered, &left);
+	EXPECT_EQ(1, left)
+		TH_LOG("MOD destroyed the wakeup source while the poll callback still used it");
+
+	pthread_join(w.thread, NULL);
+	EXPECT_EQ(0, w.error);
+	EXPECT_EQ(0, wakeup_source_find("[eventfd]", NULL));
+}
+
+/*
+ * The close of an epoll fd removes its items, but leaves an item whose
+ * target is being released at that moment to the target's release
+ * (eventpoll_release_file()); the instance then lives until that release
+ * drops the item's reference, and that release must free it. The window
+ * holds the close of the epoll fd in its first removal, with ep->mtx
+ * held, until the eventfd's close has begun: the eventfd's release then
+ * removes the item and drops the last reference. The instance has a
+ * wakeup source of its own ("eventpoll") since its EPOLLWAKEUP item was
+ * added, which only its free unregisters.
+ */
+TEST_F(race_window, close_racing_a_target_close_frees_the_instance)
+{
+	struct window_thread w = {
+		.comm = "ep-window-close", .cpu = self->cpu, .fd = self->epfd,
+		.close = true,
+	};
+	int before, after, entered, left;
+	char line[64];
+
+	/* The instance's source exists from the ADD of the fixture on. */
+	before = wakeup_source_find("eventpoll", NULL);
+	ASSERT_LT(0, before);
+
+	snprintf(line, sizeof(line), "remove_wait_queue %s %d", w.comm, WINDOW_MS);
+	ASSERT_EQ(0, window_set(line));
+	self->epfd = -1;	/* the thread closes it */
+	ASSERT_EQ(0, pthread_create(&w.thread, NULL, window_thread_fn, &w));
+	ASSERT_TRUE(window_entered())
+		TH_LOG("the close of the epoll fd did not reach remove_wait_queue()");
+	window_count(&entered, &left);
+	EXPECT_EQ(0, left)
+		TH_LOG("the epoll fd's release left the window before the eventfd's close");
+	EXPECT_EQ(0, close(self->efd));
+	self->efd = -1;
+	pthread_join(w.thread, NULL);
+	EXPECT_EQ(0, w.error);
+
+	after = wakeup_source_find("eventpoll", NULL);
+	EXPECT_EQ(before - 1, after)
+		TH_LOG("the instance was not freed: its wakeup source stayed");
 }
 
 /* Registered last, so it runs after every other test of the program. */

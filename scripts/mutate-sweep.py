@@ -56,8 +56,10 @@ QEMU_TIMEOUT, the limit of one boot (default 300 s plus 120 s a mutant
 of the batch; one mutant's run takes 20-50 s); GUEST_STALL, seconds
 without guest output after which a boot is stopped (default 200, above
 the runner's per-program limit under TCG, 180 s). The guest panics,
-hence reboots, on an oops, a WARN, a KASAN report or a hung task;
-GUEST_PANIC=0 lets it report and go on.
+hence reboots, on an oops, a WARN, a KASAN report or a task hung for
+HUNG_TASK_SECS (30 s; both guests have CONFIG_DETECT_HUNG_TASK), and the
+test that was running is named among the killers; GUEST_PANIC=0 lets it
+report and go on.
 """
 
 import fnmatch
@@ -314,20 +316,29 @@ def parse_ktap(ktap, console):
     if cur is None:
         return res, None
     # No result: the kernel crashed or hung, or the boot's time ran out.
-    # What the kernel logged after the mutant's start marker says which.
+    # What the kernel logged after the mutant's start marker says which,
+    # and the test that was running names the kill.
     after = console.split(f"epoll-mutant: start {cur}", 1)
-    k = killers_of(seg) + kernel_killers(after[1].splitlines() if len(after) > 1 else [])
+    k = killers_of(seg, unfinished=True) + \
+        kernel_killers(after[1].splitlines() if len(after) > 1 else [])
     return res, (cur, k)
 
 
-def killers_of(seg):
+
+# kselftest_harness.h's line as a test starts, behind the runner's "# ".
+CASE_START = re.compile(r"^# #\s+RUN\s+(\S+) \.\.\.")
+
+
+def killers_of(seg, unfinished=False):
     """From the lines of one mutant's subtest: prog:test of each failed
     test; prog:test:SKIP of each skipped one (the guest kernel has every
     feature the tests ask for, so a mutant that makes one look absent is
     caught, as make check's verdict counts a skip); prog:TIMEOUT of a
     program that timed out, prog:exit=N of one that failed without a
-    failed test; kernel:<what> of the kernel's reports."""
-    k, prog, failed = [], None, False
+    failed test; kernel:<what> of the kernel's reports. unfinished: the
+    subtest ended in a crash or a hang, and prog:test of the test that
+    had started without a result line names it."""
+    k, prog, failed, running = [], None, False, None
 
     def add(what):
         if what not in k:
@@ -342,9 +353,15 @@ def killers_of(seg):
         inner = line[8:]
         m = PROG_HEADER.match(inner)
         if m:
-            prog, failed = m.group(1), False
+            prog, failed, running = m.group(1), False, None
+            continue
+        m = CASE_START.match(inner)
+        if m and prog:
+            running = f"{prog}:{m.group(1)}"
             continue
         m = CASE_RESULT.match(inner)
+        if m:
+            running = None
         if m and prog:
             skip = (m.group(3) or "").upper().startswith("SKIP")
             if skip:
@@ -362,7 +379,9 @@ def killers_of(seg):
                 add(f"{m.group(2)}:SKIP")
             elif m.group(1) == "not ok" and not failed:
                 add(f"{m.group(2)}:{d.split()[0] if d else 'exit'}")
-            prog = None
+            prog, running = None, None
+    if unfinished and running:
+        add(running)
     if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
         k.append("guest-no-result")     # an ABI failed, but no program or test did
     return k
@@ -371,11 +390,16 @@ def killers_of(seg):
 # The last test of each program: fails when the kernel reported a bug.
 REPORT_TEST = "kernel.reported_no_bug_while_the_tests_ran"
 
-# A mutant that oopses, warns, makes KASAN report or hangs a task for
-# 120 s ends the boot at once (panic=-1 reboots, QEMU exits) instead of
-# leaving the guest wedged until the boot's time runs out. The kernel log
-# still names the report.
-CRASH_ARGS = "oops=panic panic_on_warn=1 kasan.fault=panic hung_task_panic=1"
+# A mutant that oopses, warns, makes KASAN report or keeps a task in
+# uninterruptible sleep for HUNG_TASK_SECS ends the boot at once
+# (panic=-1 reboots, QEMU exits) instead of leaving the guest wedged
+# until the boot's time runs out (a task stuck on a mutex ignores the
+# harness's SIGKILL). The kernel log names the report, the KTAP the test
+# that was running. No test of ours sleeps on a lock for anything near
+# HUNG_TASK_SECS, even under TCG.
+HUNG_TASK_SECS = 30
+CRASH_ARGS = ("oops=panic panic_on_warn=1 kasan.fault=panic hung_task_panic=1 "
+              f"sysctl.kernel.hung_task_timeout_secs={HUNG_TASK_SECS}")
 if os.environ.get("GUEST_PANIC", "1") == "0":
     CRASH_ARGS = ""
 
@@ -742,6 +766,16 @@ def cmd_report(ids):
         more = f": {' '.join(map(str, ids[:30]))}{' ...' if len(ids) > 30 else ''}" \
             if c == "UNCLASSIFIED" else ""
         print(f"  {len(ids):4d} {c}{more}")
+    # The verdicts on the mutants only a race or a fault shows (their 6th
+    # column; scripts/mutate.py --check checks each against its evidence).
+    verdicts = {}
+    for r in read_tsv(RACE_ONLY):
+        verdicts.setdefault(r[5] if len(r) > 5 else "survived", []).append(int(r[0]))
+    left = verdicts.get("survived", [])
+    print(f"race-only.tsv: {sum(map(len, verdicts.values()))} mutants: "
+          + ", ".join(f"{k} {len(v)}" for k, v in sorted(verdicts.items()) if k != "survived")
+          + f"; left unkilled and unproved: {len(left)}"
+          + (f" ({' '.join(map(str, left))})" if left else ""))
     by_op = {}
     for r in rows:
         d = by_op.setdefault(r[2], {})

@@ -115,7 +115,9 @@ prepare() {
 	mkdir -p "$MUT_OUT/fast"
 	ln -sfn ../linux "$MUT_OUT/fast/linux"
 	cp "$MUT_OUT/base-commit" "$MUT_OUT/$(basename "$SERIES_APPLIED_FILE")" "$MUT_OUT/fast/"
-	DEBUG_CONFIG="$REPO_DIR/config/nodebug.config" prepare_guest "$MUT_OUT/fast"
+	DEBUG_CONFIG="$REPO_DIR/config/nodebug.config" \
+		EXTRA_CONFIGS="$REPO_DIR/config/hung-task.config" \
+		prepare_guest "$MUT_OUT/fast"
 }
 
 main() {

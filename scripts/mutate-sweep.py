@@ -517,6 +517,9 @@ def cmd_guest(ids):
                    QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
                                f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))} "
                                f"{APPEND}".rstrip())
+        # run-qemu.sh's GUEST_RESULTS is its results directory, not the
+        # result file this script's GUEST_RESULTS names.
+        env.pop("GUEST_RESULTS", None)
         bt = time.time()
         for name in ("ktap.log", "console.log"):
             if os.path.exists(os.path.join(results, name)):

@@ -628,6 +628,8 @@ def check(tree, exclude):
     missing = set(new) - seen
     if missing:
         problems.append(f"results.tsv lacks {len(missing)} mutants, e.g. {sorted(missing)[:5]}")
+    with open(TESTING_MD) as f:
+        problems += race_problems(results, f.read())
     for p in problems:
         print("mutate.py:", p, file=sys.stderr)
     if problems:
@@ -635,10 +637,94 @@ def check(tree, exclude):
     status = {}
     for r in results:
         status[r[3]] = status.get(r[3], 0) + 1
+    races = {}
+    for r in read_tsv(RACE_ONLY_TSV):
+        races[r[5]] = races.get(r[5], 0) + 1
     print(f"mutate.py: {len(rows)} mutants still generated as recorded; results.tsv is of "
           f"them ({', '.join(f'{k} {v}' for k, v in sorted(status.items()))}) and names "
-          f"{len(kcases)} KUnit cases and tests of {len(progs)} kselftest programs that exist",
+          f"{len(kcases)} KUnit cases and tests of {len(progs)} kselftest programs that exist; "
+          f"race-only.tsv's verdicts hold ({', '.join(f'{k} {v}' for k, v in sorted(races.items()))})",
           file=sys.stderr)
+
+
+# The verdicts of mutants/race-only.tsv (its 6th column), each with what
+# its 7th column, the evidence, names.
+RACE_VERDICTS = {
+    "killed-assert": "a lockdep assertion of the tests posting reports it on its first call "
+                     "(evidence: its killers in results.tsv)",
+    "killed-window": "a proof test with the race window (fs/tests/eventpoll_window.c) fails "
+                     "(evidence: its killers in results.tsv)",
+    "killed-test": "a proof test fails without needing the race (evidence: its killers in "
+                   "results.tsv)",
+    "killed-litmus": "the memory model allows the outcome the code rules out, with the mutant "
+                     "only (evidence: litmus/ files, one Sometimes)",
+    "equivalent-litmus": "the memory model forbids the bad outcome with and without the mutant "
+                         "(evidence: litmus/ files, all Never)",
+    "equivalent-argued": "an argument in Documentation/testing.md shows no execution can tell it "
+                         "(evidence: Documentation/testing.md)",
+    "survived": "nothing kills or proves it yet",
+}
+LITMUS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "litmus")
+
+
+def litmus_header(name):
+    """The leading (* ... *) comment and the stated result of a litmus test."""
+    with open(os.path.join(LITMUS_DIR, name)) as f:
+        text = f.read()
+    m = re.search(r"\(\*(.*?)\*\)", text, re.S)
+    head = m.group(1) if m else ""
+    r = re.search(r"^ \* Result: (Never|Sometimes|Always)\b", head, re.M)
+    return head, r.group(1) if r else None
+
+
+def race_problems(results, testing_md):
+    """What is wrong with the verdicts of mutants/race-only.tsv: an
+    unknown verdict, a kill results.tsv does not record, a litmus test
+    that is missing, does not name the mutant or says the wrong thing,
+    an argument Documentation/testing.md does not make."""
+    problems = []
+    res = {int(r[0]): r for r in results}
+    for r in read_tsv(RACE_ONLY_TSV):
+        mid = int(r[0])
+        verdict = r[5] if len(r) > 5 else ""
+        evidence = [e for e in (r[6] if len(r) > 6 else "").split(",") if e]
+        where = f"mutants/race-only.tsv: mutant {mid}"
+        if verdict not in RACE_VERDICTS:
+            problems.append(f"{where}: verdict '{verdict}' is none of {', '.join(RACE_VERDICTS)}")
+            continue
+        if verdict != "survived" and not evidence:
+            problems.append(f"{where}: {verdict} names no evidence")
+        if verdict in ("killed-assert", "killed-window", "killed-test"):
+            row = res.get(mid)
+            killers = set(row[4].split(",")) if row and len(row) > 4 else set()
+            if not row or row[3] != "killed":
+                problems.append(f"{where}: {verdict}, but results.tsv does not record it killed")
+            for e in evidence:
+                if e not in killers:
+                    problems.append(f"{where}: {verdict} by {e}, which results.tsv does not "
+                                    f"list among its killers")
+        elif verdict in ("killed-litmus", "equivalent-litmus"):
+            results_of = []
+            for e in evidence:
+                if not os.path.exists(os.path.join(LITMUS_DIR, e)):
+                    problems.append(f"{where}: no litmus/{e}")
+                    continue
+                head, result = litmus_header(e)
+                results_of.append(result)
+                if not re.search(rf"\b{mid}\b", head):
+                    problems.append(f"{where}: litmus/{e} does not name the mutant")
+            if verdict == "killed-litmus" and "Sometimes" not in results_of:
+                problems.append(f"{where}: killed-litmus, but none of its litmus tests says "
+                                f"Sometimes")
+            if verdict == "equivalent-litmus" and any(x != "Never" for x in results_of):
+                problems.append(f"{where}: equivalent-litmus, but not all of its litmus tests "
+                                f"say Never")
+        elif verdict == "equivalent-argued":
+            if not re.search(rf"\b[Mm]utants? (?:\d+(?:, | and ))*{mid}\b", testing_md):
+                problems.append(f"{where}: equivalent-argued, but Documentation/testing.md "
+                                f"argues nothing about mutant {mid}")
+    return problems
+
 
 
 def read_tsv(path):
@@ -655,6 +741,7 @@ EQUIV_TSV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE_TSV = os.path.join(REPO, "mutants", "invisible.tsv")
 UNDOCUMENTED_TSV = os.path.join(REPO, "mutants", "undocumented.tsv")
 RACE_ONLY_TSV = os.path.join(REPO, "mutants", "race-only.tsv")
+TESTING_MD = os.path.join(REPO, "Documentation", "testing.md")
 MOVED_TSV = os.path.join(REPO, "mutants", "moved.tsv")
 NEW_TESTS = os.path.join(REPO, "new-tests")
 

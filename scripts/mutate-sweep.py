@@ -336,8 +336,8 @@ def killers_of(seg, unfinished=False):
     caught, as make check's verdict counts a skip); prog:TIMEOUT of a
     program that timed out, prog:exit=N of one that failed without a
     failed test; kernel:<what> of the kernel's reports. unfinished: the
-    subtest ended in a crash or a hang, and prog:test of the test that
-    had started without a result line names it."""
+    subtest ended in a crash or a hang, and prog:test:running names the
+    test that had started without a result line."""
     k, prog, failed, running = [], None, False, None
 
     def add(what):
@@ -381,7 +381,7 @@ def killers_of(seg, unfinished=False):
                 add(f"{m.group(2)}:{d.split()[0] if d else 'exit'}")
             prog, running = None, None
     if unfinished and running:
-        add(running)
+        add(f"{running}:running")
     if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
         k.append("guest-no-result")     # an ABI failed, but no program or test did
     return k
@@ -602,8 +602,12 @@ def posted_program_downed(ks):
 
 def layer_of(killer, cases, programs):
     """posted or proof: which tests a killer belongs to. A crash, a
-    timeout or a kernel report counts for the proof layer only: which
-    test met it is not known, and the posted score must not guess."""
+    timeout or a kernel report counts for the proof layer only: the test
+    did not fail, and the posted score must not guess (prog:test:running
+    names the test under which it happened; a posted program that hung
+    is posted_program_downed's)."""
+    if killer.endswith(":running"):
+        return "proof"
     if ":" in killer:
         prog = killer.split(":", 1)[0]
         return "posted" if prog in programs else "proof"
@@ -706,7 +710,8 @@ def cmd_report(ids):
               f"{wilson(sum(r in posted for r in samp), len(samp))}")
 
     def by_program(r, progs):
-        return r[0] in downed or any(":" in k and k.split(":")[0] in progs for k in killers(r))
+        return r[0] in downed or any(":" in k and k.split(":")[0] in progs and
+                                     not k.endswith(":running") for k in killers(r))
 
     def scaled(what, base, rest, ran, killed):
         """A later sweep ran on a random part (ran) of the mutants the
@@ -794,6 +799,8 @@ def by_destination(live, killers, cases, programs):
     moved = [r for r in read_tsv(os.path.join(REPO, "mutants", "moved.tsv")) if len(r) >= 2]
 
     def dest(k):
+        if layer_of(k, cases, programs) != "posted":
+            return None
         for pat, d in moved:
             if fnmatch.fnmatchcase(k, pat):
                 return d.partition(":")[0]

@@ -16,7 +16,6 @@ readonly GUESTS=(
 	"no-io-uring postings config/matrix/no-io-uring.config"
 	"base base -"
 )
-readonly SELFTEST_CONFIG=tools/testing/selftests/filesystems/epoll/config
 # The guests run the posted programs of m64, as root only, and no suite
 # of other projects.
 readonly GUEST_APPEND="epoll.abis=m64 epoll.envs= epoll.suites=none"
@@ -74,8 +73,9 @@ run_guest() {
 	base) rev=$(base_commit) ;;
 	postings) rev=$(postings_head) ;;
 	esac
-	# The base tree lacks the posted selftests' fragment: take the series'.
-	[ "$rev" != "$(base_commit)" ] || extra="$WORKTREE/$SELFTEST_CONFIG"
+	# The base tree lacks the posted selftests' fragment: take the
+	# postings' (its mirror; the proof layer's adds its race window).
+	[ "$rev" != "$(base_commit)" ] || extra="$REPO_DIR/selftests/config"
 	[ "$frag" = - ] || extra="$extra $REPO_DIR/$frag"
 	kernel_out_dir "$kout" "$rev" shared
 	log "$name: building $(git -C "$WORKTREE" log -1 --format='%h %s' "$rev")"

@@ -92,6 +92,10 @@ static int test_errors(struct io_uring *ring, unsigned int flags,
 		       uint32_t events, void *unreadable)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = 9 };
+	/*
+	 * No two neighbours expect the same result: requests are recycled, and
+	 * one completed without a result set would carry its predecessor's.
+	 */
 	struct {
 		int *ep;
 		int op;
@@ -102,19 +106,19 @@ static int test_errors(struct io_uring *ring, unsigned int flags,
 		int res;
 		const char *desc;
 	} tcs[] = {
-		{ &epfd, EPOLL_CTL_ADD, &closed_fd, &ev, 0, 0, -EBADF, "fd not open" },
 		{ &closed_fd, EPOLL_CTL_ADD, &other, &ev, 0, 0, -EBADF, "epfd not open" },
 		{ &epfd, EPOLL_CTL_ADD, &efd, &ev, 0, 0, -EEXIST, "fd registered" },
+		{ &epfd, EPOLL_CTL_ADD, &closed_fd, &ev, 0, 0, -EBADF, "fd not open" },
 		{ &efd, EPOLL_CTL_ADD, &other, &ev, 0, 0, -EINVAL, "epfd not epoll" },
-		{ &epfd, EPOLL_CTL_ADD, &epfd, &ev, 0, 0, -EINVAL, "fd is epfd" },
-		{ &epfd, 0, &other, &ev, 0, 0, -EINVAL, "op 0" },
 		{ &epfd, EPOLL_CTL_MOD, &other, &ev, 0, 0, -ENOENT, "MOD not registered" },
+		{ &epfd, EPOLL_CTL_ADD, &epfd, &ev, 0, 0, -EINVAL, "fd is epfd" },
 		{ &epfd, EPOLL_CTL_DEL, &other, NULL, 0, 0, -ENOENT, "DEL not registered" },
+		{ &epfd, 0, &other, &ev, 0, 0, -EINVAL, "op 0" },
 		{ &epfd, EPOLL_CTL_ADD, &dir, &ev, 0, 0, -EPERM, "fd a directory" },
-		{ &inner, EPOLL_CTL_ADD, &epfd, &ev, 0, 0, -ELOOP, "a loop" },
-		{ &epfd, EPOLL_CTL_ADD, &other, unreadable, 0, 0, -EFAULT, "event unreadable" },
 		{ &epfd, EPOLL_CTL_ADD, &other, &ev, 1, 0, -EINVAL, "buf_index set" },
+		{ &inner, EPOLL_CTL_ADD, &epfd, &ev, 0, 0, -ELOOP, "a loop" },
 		{ &epfd, EPOLL_CTL_ADD, &other, &ev, 0, 1, -EINVAL, "splice_fd_in set" },
+		{ &epfd, EPOLL_CTL_ADD, &other, unreadable, 0, 0, -EFAULT, "event unreadable" },
 	};
 	unsigned int i;
 	int res;

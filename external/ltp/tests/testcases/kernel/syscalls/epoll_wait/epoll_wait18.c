@@ -15,15 +15,18 @@
  *
  * [Algorithm]
  *
- * - Register a pipe, level-triggered, with an epoll instance.
+ * - Register a file, level-triggered, with an epoll instance: a pipe, whose
+ *   write wakes its waiters with the synchronous hint, or an eventfd, whose
+ *   write wakes them without it.
  * - Fork two children that block in :manpage:`epoll_wait(2)` on it with no
  *   timeout.
- * - Once both sleep, write one byte to the pipe and never read it.
- * - Both children must return within 10 seconds with the pipe's event.
+ * - Once both sleep, make the file readable and never read it.
+ * - Both children must return within 10 seconds with the file's event.
  */
 
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 
 #include "tst_test.h"
@@ -35,6 +38,8 @@
 
 static int epfd = -1;
 static int fds[2] = {-1, -1};
+
+static const char *const kinds[] = { "a pipe", "an eventfd" };
 
 static void wait_for_event(void)
 {
@@ -54,14 +59,32 @@ static void wait_for_event(void)
 	exit(0);
 }
 
-static void run(void)
+static void close_fds(void)
+{
+	if (fds[1] != -1 && fds[1] != fds[0])
+		SAFE_CLOSE(fds[1]);
+	fds[1] = -1;
+	if (fds[0] != -1)
+		SAFE_CLOSE(fds[0]);
+}
+
+static void run(unsigned int n)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG};
+	uint64_t one = 1;
 	pid_t pids[NWAITERS];
 	int i, ms, left = NWAITERS;
 
+	tst_res(TINFO, "Testing with %s", kinds[n]);
 	epfd = SAFE_EPOLL_CREATE1(0);
-	SAFE_PIPE(fds);
+	if (n == 0) {
+		SAFE_PIPE(fds);
+	} else {
+		fds[0] = eventfd(0, 0);
+		if (fds[0] < 0)
+			tst_brk(TBROK | TERRNO, "eventfd()");
+		fds[1] = fds[0];
+	}
 	SAFE_EPOLL_CTL(epfd, EPOLL_CTL_ADD, fds[0], &ev);
 
 	for (i = 0; i < NWAITERS; i++) {
@@ -72,7 +95,10 @@ static void run(void)
 	for (i = 0; i < NWAITERS; i++)
 		TST_PROCESS_STATE_WAIT(pids[i], 'S', 0);
 
-	SAFE_WRITE(SAFE_WRITE_ALL, fds[1], "x", 1);
+	if (n == 0)
+		SAFE_WRITE(SAFE_WRITE_ALL, fds[1], "x", 1);
+	else
+		SAFE_WRITE(SAFE_WRITE_ALL, fds[1], &one, sizeof(one));
 
 	for (ms = 0; left && ms < WAKE_MS; ms++) {
 		for (i = 0; i < NWAITERS; i++) {
@@ -92,23 +118,20 @@ static void run(void)
 		SAFE_WAITPID(pids[i], NULL, 0);
 	}
 
-	SAFE_CLOSE(fds[0]);
-	SAFE_CLOSE(fds[1]);
+	close_fds();
 	SAFE_CLOSE(epfd);
 }
 
 static void cleanup(void)
 {
-	if (fds[0] != -1) {
-		SAFE_CLOSE(fds[0]);
-		SAFE_CLOSE(fds[1]);
-	}
+	close_fds();
 	if (epfd != -1)
 		SAFE_CLOSE(epfd);
 }
 
 static struct tst_test test = {
-	.test_all = run,
+	.test = run,
+	.tcnt = ARRAY_SIZE(kinds),
 	.cleanup = cleanup,
 	.forks_child = 1,
 };

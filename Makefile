@@ -75,7 +75,7 @@ help:
 	  '  QEMU_CPU      the arm64 guest'"'"'s CPU model (default: max)' \
 	  '  STEP          make mutate: only prepare, prepare-kunit, kunit, guest, report or seed (default: all)' \
 	  '  GUEST_JOBS    make mutate: guests of one CPU side by side in the guest sweep (default: 1)' \
-	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant) or proof (the rest)' \
+	  '  GUEST_LAYER   make mutate STEP=guest: posted (the posted programs, every mutant), proof (the rest) or suites (LTP, liburing)' \
 	  '  GUEST_TESTS   make mutate: the kselftest programs of the guest sweep (default: the layer'"'"'s)' \
 	  '  GUEST_SHUFFLE make mutate: a seed; the guest sweep in random order, so that a stopped one is a sample' \
 	  '  SAMPLE        make check: mutants in the KUnit sample of the mutate-sample stage (default: 12)' \

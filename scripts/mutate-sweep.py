@@ -18,7 +18,14 @@
                   programs on every mutant not argued equivalent, into
                   $MUT_OUT/guest-posted.tsv; GUEST_LAYER=proof the proof
                   layer's on every mutant nothing has killed yet, into
-                  guest-proof.tsv. Ids already in the file are skipped.
+                  guest-proof.tsv. GUEST_LAYER=suites runs the LTP and
+                  liburing tests of the postings (external/; guest/init,
+                  epoll.suite_mutants=) on every mutant that one of the
+                  kselftest cases they were written from killed
+                  (mutants/moved.tsv), each with the tests written from
+                  its killers, into guest-suites.tsv; their own failures
+                  then replace the moved cases' kills in the report.
+                  Ids already in the file are skipped.
                   With GUEST_JOBS=N, N guests of one CPU share the
                   mutants (results merged from $MUT_OUT/job<k>/). With
                   GUEST_FAILFAST=1 (the default) a mutant's tests stop
@@ -36,7 +43,8 @@
   sample          make check's short mode: KUnit on SAMPLE (default 12)
                   mutants spread over mutants/results.tsv; each must get
                   its recorded verdict.
-  seed            writes the two result files back from the committed
+  seed            writes kunit.tsv, guest-posted.tsv and guest-suites.tsv
+                  back from the committed
                   mutants/results.tsv, when $MUT_OUT has none (a new
                   machine): 'kunit' and 'guest' then run only what is
                   asked, and 'report' gives results.tsv again.
@@ -84,24 +92,33 @@ EQUIV = os.path.join(REPO, "mutants", "equivalent.tsv")
 INVISIBLE = os.path.join(REPO, "mutants", "invisible.tsv")
 UNDOCUMENTED = os.path.join(REPO, "mutants", "undocumented.tsv")
 RACE_ONLY = os.path.join(REPO, "mutants", "race-only.tsv")
+MOVED = os.path.join(REPO, "mutants", "moved.tsv")
+# The other projects' suites the postings add tests to (external/). Their
+# killers are "<suite>:<test>" (":SKIP" when the test skipped).
+SUITES = ("ltp", "liburing")
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
 # Two guest sweeps (GUEST_LAYER), each with its result file: the posted
 # programs on every mutant, for their own score; the proof layer's on
 # what no test has killed yet, its stress program shortened.
 LAYER = os.environ.get("GUEST_LAYER") or "posted"
-if LAYER not in ("posted", "proof"):
-    sys.exit(f"mutate-sweep: GUEST_LAYER must be posted or proof, not '{LAYER}'")
+if LAYER not in ("posted", "proof", "suites"):
+    sys.exit(f"mutate-sweep: GUEST_LAYER must be posted, proof or suites, not '{LAYER}'")
 LAYER_DEFAULTS = {
     "posted": ("guest-posted.tsv", "epoll_wakeup_abi_test,epoll_ctl_disable_test,"
                "epoll_wakeup_test", ""),
     "proof": ("guest-proof.tsv", "epoll_proof_abi_test,epoll_proof_disable_test,"
               "epoll_proof_stress_test", "epoll_stress.seconds=5"),
+    # A test that hangs under a mutant fails at its limit (exit 124): a
+    # clean run of one takes 1-3 s in this guest.
+    "suites": ("guest-suites.tsv", "", "epoll.suite_timeout=60"),
 }[LAYER]
+SUITES_TSV = os.path.join(MUT, "guest-suites.tsv")
 GUEST_TSV = os.path.join(MUT, os.environ.get("GUEST_RESULTS") or LAYER_DEFAULTS[0])
-# What the guest boots (the OUT_DIR of run-qemu.sh): the posted layer the
-# kernel without sanitizers (MUT/fast, config/nodebug.config), whose
-# reports would not count for it anyway; the proof layer the debug one.
+# What the guest boots (the OUT_DIR of run-qemu.sh): the posted layer and
+# the suites the kernel without sanitizers (MUT/fast,
+# config/nodebug.config), whose reports would not count for them anyway;
+# the proof layer the debug one.
 GUEST_ROOT = os.environ.get("GUEST_ROOT") or (MUT if LAYER == "proof" else os.path.join(MUT, "fast"))
 FAILFAST = os.environ.get("GUEST_FAILFAST", "1")
 TIMEOUT = int(os.environ.get("KUNIT_EXEC_TIMEOUT", "60"))
@@ -307,7 +324,7 @@ def parse_ktap(ktap, console):
             continue
         m = re.match(r"^(ok|not ok) \d+ mutant-(\d+)$", line)
         if m and cur == int(m.group(2)):
-            k = killers_of(seg)
+            k = (suite_killers if LAYER == "suites" else killers_of)(seg)
             res[cur] = ("killed" if m.group(1) == "not ok" or k else "survived", k)
             cur = None
             continue
@@ -319,7 +336,7 @@ def parse_ktap(ktap, console):
     # What the kernel logged after the mutant's start marker says which,
     # and the test that was running names the kill.
     after = console.split(f"epoll-mutant: start {cur}", 1)
-    k = killers_of(seg, unfinished=True) + \
+    k = (suite_killers if LAYER == "suites" else killers_of)(seg, unfinished=True) + \
         kernel_killers(after[1].splitlines() if len(after) > 1 else [])
     return res, (cur, k)
 
@@ -327,6 +344,51 @@ def parse_ktap(ktap, console):
 
 # kselftest_harness.h's line as a test starts, behind the runner's "# ".
 CASE_START = re.compile(r"^# #\s+RUN\s+(\S+) \.\.\.")
+
+
+# In a suite's KTAP (guest/suite-run) behind the guest's indent: its
+# header, and a test's result.
+SUITE_HEADER = re.compile(r"^# (\S+): \d+ tests from ")
+SUITE_CASE = re.compile(r"^(ok|not ok) \d+ (\S+)\s*(?:#\s*(.*))?$")
+
+
+def program_lines(seg, add):
+    """The lines of a mutant's subtest at the programs' indent (8), without
+    it; add() gets the kill of each kernel report on the way."""
+    for line in seg:
+        if line.startswith("    # epoll-mutant: kernel: "):
+            for what in kernel_killers([line]):
+                add(what)
+        elif line.startswith("        "):
+            yield line[8:]
+
+
+def suite_killers(seg, unfinished=False):
+    """killers_of for a mutant's subtest of the suites (GUEST_LAYER=suites):
+    <suite>:<test> of each failed test, <suite>:<test>:SKIP of each that
+    skipped, kernel:<what> of the kernel's reports. The suite runner
+    prints a test's result only when it ends, so a crash or a hang names
+    no test."""
+    k = []
+
+    def add(what):
+        if what not in k:
+            k.append(what)
+    suite = None
+    for inner in program_lines(seg, add):
+        m = SUITE_HEADER.match(inner)
+        if m:
+            suite = m.group(1)
+            continue
+        m = SUITE_CASE.match(inner)
+        if m and suite:
+            if (m.group(3) or "").upper().startswith("SKIP"):
+                add(f"{suite}:{m.group(2)}:SKIP")
+            elif m.group(1) == "not ok":
+                add(f"{suite}:{m.group(2)}")
+    if not k and any(re.match(r"^    not ok \d+ ", l) for l in seg):
+        k.append("guest-no-result")     # a suite failed, but none of its tests did
+    return k
 
 
 def killers_of(seg, unfinished=False):
@@ -343,14 +405,7 @@ def killers_of(seg, unfinished=False):
     def add(what):
         if what not in k:
             k.append(what)
-    for line in seg:
-        if line.startswith("    # epoll-mutant: kernel: "):
-            for what in kernel_killers([line]):
-                add(what)
-            continue
-        if not line.startswith("        "):
-            continue
-        inner = line[8:]
+    for inner in program_lines(seg, add):
         m = PROG_HEADER.match(inner)
         if m:
             prog, failed, running = m.group(1), False, None
@@ -485,10 +540,36 @@ def guest_parallel(todo):
     merge_jobs()
 
 
+def moved_to_suites():
+    """(pattern, suite, test) for each kselftest case of mutants/moved.tsv
+    that now lives in LTP or liburing."""
+    out = []
+    for r in read_tsv(MOVED):
+        kind, _, name = r[1].partition(":") if len(r) > 1 else ("", "", "")
+        if kind in SUITES:
+            out.append((r[0], kind, name))
+    return out
+
+
+def suite_plan():
+    """{id: [test, ...]}: every mutant that a case which moved to a suite
+    killed (mutants/results.tsv), with the tests written from its killers."""
+    moved, plan = moved_to_suites(), {}
+    for r in read_results(RESULTS):
+        for k in filter(None, r[4].split(",")):
+            for pat, _, test in moved:
+                if fnmatch.fnmatchcase(k, pat) and test not in plan.setdefault(int(r[0]), []):
+                    plan[int(r[0])].append(test)
+    return plan
+
+
 def cmd_guest(ids):
     merge_jobs()
     done = {int(r[0]) for r in read_results(GUEST_TSV)}
-    if not ids:
+    plan = suite_plan() if LAYER == "suites" else {}
+    if not ids and LAYER == "suites":
+        ids = sorted(plan)
+    elif not ids:
         gen, equiv = generated(), equivalents(generated())
         ids = [m for m in sorted(gen) if m not in equiv]
         if LAYER == "proof":
@@ -512,11 +593,17 @@ def cmd_guest(ids):
     while todo:
         boot += 1
         batch = todo[:BATCH]
+        if LAYER == "suites":
+            # A mutant outside the plan (ids given) runs every planned test.
+            every = sorted({t for ts in plan.values() for t in ts})
+            what = (f"epoll.suites={','.join(SUITES)} epoll.suite_mutants=" +
+                    ",".join(f"{m}:{'+'.join(plan.get(m) or every)}" for m in batch))
+        else:
+            what = (f"epoll.tests={TESTS} epoll.abis={ABIS} epoll.failfast={FAILFAST} "
+                    f"epoll.mutants={','.join(map(str, batch))}")
         env = dict(os.environ, OUT_DIR=GUEST_ROOT,
                    QEMU_TIMEOUT=os.environ.get("QEMU_TIMEOUT", str(300 + 120 * len(batch))),
-                   QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} epoll.tests={TESTS} epoll.abis={ABIS} "
-                               f"epoll.failfast={FAILFAST} epoll.mutants={','.join(map(str, batch))} "
-                               f"{APPEND}".rstrip())
+                   QEMU_APPEND=f"kunit.enable=0 {CRASH_ARGS} {what} {APPEND}".rstrip())
         # run-qemu.sh's GUEST_RESULTS is its results directory, not the
         # result file this script's GUEST_RESULTS names.
         env.pop("GUEST_RESULTS", None)
@@ -610,7 +697,7 @@ def layer_of(killer, cases, programs):
         return "proof"
     if ":" in killer:
         prog = killer.split(":", 1)[0]
-        return "posted" if prog in programs else "proof"
+        return "posted" if prog in programs or prog in SUITES else "proof"
     return "posted" if killer in cases else "proof"
 
 
@@ -641,6 +728,7 @@ def cmd_report(ids):
     race_only = equivalents(gen, RACE_ONLY)
     ku = {int(r[0]): [k for k in r[1].split(",") if k] for r in read_results(KUNIT_TSV)}
     gu = guest_results()
+    suite_swept = {int(r[0]) for r in read_results(SUITES_TSV)}
     cases, programs = posted_kunit_cases(), posted_programs()
     rows = []
     st_count = {}
@@ -657,7 +745,8 @@ def cmd_report(ids):
             st = "not-run"
         else:
             st = "survived"
-        ran = ("kunit" if kk is not None else "") + ("+guest" if gs else "")
+        ran = ("kunit" if kk is not None else "") + ("+guest" if gs else "") + \
+            ("+suites" if mid in suite_swept else "")
         note = equiv.get(mid, "")
         if st in ("survived", "killed") and mid in invisible:
             note = "not user-visible: " + invisible[mid]
@@ -673,8 +762,14 @@ def cmd_report(ids):
         for r in rows:
             f.write("\t".join(map(str, r)) + "\n")
 
+    # A kselftest case that moved to LTP or liburing no longer runs: on a
+    # mutant the suites' sweep ran on, only its destination's own result
+    # counts; elsewhere its kill is carried over (mutants/moved.tsv).
+    to_suites = [pat for pat, _, _ in moved_to_suites()]
+
     def killers(r):
-        return [k for k in r[4].split(",") if k]
+        return [k for k in r[4].split(",") if k and not (
+            r[0] in suite_swept and any(fnmatch.fnmatchcase(k, p) for p in to_suites))]
 
     def wilson(a, b):
         """The 95% interval of a score measured on a sample (Wilson)."""
@@ -698,7 +793,7 @@ def cmd_report(ids):
               for r in read_results(path) if posted_program_downed(r[2].split(","))}
     posted = [r for r in live if r[0] in downed
               or any(layer_of(k, cases, programs) == "posted" for k in killers(r))]
-    print(f"posted tests (KUnit and kselftests): {pct(len(posted), len(live))}")
+    print(f"posted tests (KUnit, kselftests, LTP, liburing): {pct(len(posted), len(live))}")
     swept = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted.tsv"))}
     samp = [r for r in live if r[0] in swept]
     if len(samp) < len(live):
@@ -725,25 +820,30 @@ def cmd_report(ids):
               f"{k} killed: {est(k / len(ran)):.1f}% of {len(base)} (95% interval "
               f"{est(lo):.0f}-{est(hi):.0f}%)")
 
-    new_programs = programs - {UPSTREAM_PROGRAM}
+    # The programs: the posted kselftests, and the suites' tests.
+    programs_and_suites = programs | set(SUITES)
+    new_programs = programs_and_suites - {UPSTREAM_PROGRAM}
     vis = [r for r in samp if r[0] not in invisible]
     new = [r for r in vis if by_program(r, new_programs)]
-    pk = [r for r in vis if by_program(r, programs)]
-    print(f"posted kselftests alone, user-visible mutants they ran on: {pct(len(pk), len(vis))}"
-          f"{wilson(len(pk), len(vis))}")
+    pk = [r for r in vis if by_program(r, programs_and_suites)]
+    print(f"posted programs alone (kselftests, LTP, liburing), user-visible mutants they ran on: "
+          f"{pct(len(pk), len(vis))}{wilson(len(pk), len(vis))}")
     print(f"  of which the programs the postings add (not {UPSTREAM_PROGRAM}): "
           f"{pct(len(new), len(vis))}{wilson(len(new), len(vis))}")
     # Upstream's program, and the proof guest, may have run on a random
     # part of what the programs the postings add left.
     upstream = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-posted-upstream.tsv"))}
     rest = [r for r in vis if r not in new]
-    scaled("posted kselftests alone with " + UPSTREAM_PROGRAM, vis, rest,
-           [r for r in rest if r[0] in upstream], lambda r: by_program(r, programs))
+    scaled("posted programs alone with " + UPSTREAM_PROGRAM, vis, rest,
+           [r for r in rest if r[0] in upstream], lambda r: by_program(r, programs_and_suites))
     proofed = {int(r[0]) for r in read_results(os.path.join(MUT, "guest-proof.tsv"))}
     rest = [r for r in samp if not ku.get(r[0]) and not by_program(r, new_programs)]
     scaled("posted + proof", samp, rest, [r for r in rest if r[0] in proofed],
            lambda r: r[3] == "killed")
     by_destination(live, killers, cases, programs)
+    if suite_swept:
+        print(f"  (LTP and liburing: their own results on the {len(suite_swept)} mutants their "
+              f"sweep ran on, guest-suites.tsv; carried over from mutants/moved.tsv elsewhere)")
     print(f"  ({len([r for r in live if r[0] not in invisible])} user-visible, "
           f"{len([r for r in live if r[0] in invisible])} not: mutants/invisible.tsv)")
     # Every mutant the posted tests leave alive, and why.
@@ -794,13 +894,17 @@ def cmd_report(ids):
 
 def by_destination(live, killers, cases, programs):
     """The posted tests' kills per destination: the KUnit suite, the
-    kselftests, and LTP and liburing, whose tests were written from
-    kselftest cases that results.tsv names (mutants/moved.tsv)."""
+    kselftests, and LTP and liburing: their tests' own failures
+    (<suite>:<test>), or a kill of the kselftest case a test was written
+    from (mutants/moved.tsv) where the suites did not run (killers()
+    drops the moved cases where they did)."""
     moved = [r for r in read_tsv(os.path.join(REPO, "mutants", "moved.tsv")) if len(r) >= 2]
 
     def dest(k):
         if layer_of(k, cases, programs) != "posted":
             return None
+        if k.split(":")[0] in SUITES:
+            return k.split(":")[0]
         for pat, d in moved:
             if fnmatch.fnmatchcase(k, pat):
                 return d.partition(":")[0]
@@ -860,7 +964,7 @@ def cmd_sample(ids):
 def cmd_seed(ids):
     if ids:
         sys.exit("mutate-sweep: seed takes no ids")
-    for path in (KUNIT_TSV, GUEST_TSV):
+    for path in (KUNIT_TSV, GUEST_TSV, SUITES_TSV):
         if os.path.exists(path):
             sys.exit(f"mutate-sweep: {path} exists: seed only fills an empty {MUT}")
     rows = read_results(RESULTS)
@@ -869,17 +973,22 @@ def cmd_seed(ids):
     os.makedirs(MUT, exist_ok=True)
     start_results(KUNIT_TSV, "# id\tkillers\tseconds\tcases")
     start_results(GUEST_TSV, "# id\tstatus\tkillers\tboot")
-    with open(KUNIT_TSV, "a") as ku, open(GUEST_TSV, "a") as gu:
+    start_results(SUITES_TSV, "# id\tstatus\tkillers\tboot")
+    with open(KUNIT_TSV, "a") as ku, open(GUEST_TSV, "a") as gu, open(SUITES_TSV, "a") as su:
         for r in rows:
             killers = [k for k in r[4].split(",") if k]
             kk = [k for k in killers if not guest_killer(k)]
-            gk = [k for k in killers if guest_killer(k)]
+            sk = [k for k in killers if k.split(":")[0] in SUITES]
+            gk = [k for k in killers if guest_killer(k) and k not in sk]
             if "kunit" in r[7]:
                 ku.write(f"{r[0]}\t{','.join(kk)}\t0\t0\n")
             if "guest" in r[7]:
                 st = "killed" if gk else "survived"
                 gu.write(f"{r[0]}\t{st}\t{','.join(gk)}\tseed\n")
-    log(f"seeded {KUNIT_TSV} and {GUEST_TSV} from {RESULTS} ({len(rows)} mutants)")
+            if "suites" in r[7]:
+                st = "killed" if sk else "survived"
+                su.write(f"{r[0]}\t{st}\t{','.join(sk)}\tseed\n")
+    log(f"seeded {KUNIT_TSV}, {GUEST_TSV} and {SUITES_TSV} from {RESULTS} ({len(rows)} mutants)")
 
 
 def main():

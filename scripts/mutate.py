@@ -538,6 +538,15 @@ def second_line(path):
         return f.readline().rstrip("\n")
 
 
+def external_test(suite, name):
+    """Whether the LTP or liburing posting (external/) adds test @name."""
+    if suite == "ltp":
+        return bool(glob.glob(os.path.join(REPO, "external", "ltp", "tests", "testcases", "kernel",
+                                           "syscalls", "*", name + ".c")))
+    return suite == "liburing" and os.path.exists(
+        os.path.join(REPO, "external", "liburing", "tests", "test", name + ".c"))
+
+
 def check(tree, exclude):
     """The generator still applies; results name existing tests only."""
     problems = []
@@ -579,12 +588,8 @@ def check(tree, exclude):
     used = set()
     for old_killer, dest in moved:
         kind, _, name = dest.partition(":")
-        if kind == "ltp":
-            ok = glob.glob(os.path.join(REPO, "external", "ltp", "tests", "testcases", "kernel",
-                                        "syscalls", "*", name + ".c"))
-        elif kind == "liburing":
-            ok = os.path.exists(os.path.join(REPO, "external", "liburing", "tests", "test",
-                                             name + ".c"))
+        if kind in ("ltp", "liburing"):
+            ok = external_test(kind, name)
         elif kind == "kselftest":
             prog, _, t = name.partition(":")
             src = os.path.join(tree, sdir, prog + ".c")
@@ -613,6 +618,11 @@ def check(tree, exclude):
             prog, _, t = k.partition(":")
             t = t.removesuffix(":SKIP")     # a test that skipped
             t = t.removesuffix(":running")  # the test running at a crash or hang
+            if prog in ("ltp", "liburing"):  # a test of the LTP or liburing posting
+                if not external_test(prog, t):
+                    problems.append(f"results.tsv: mutant {r[0]}: the {prog} posting has no "
+                                    f"test {t}")
+                continue
             src = os.path.join(sdir, prog + ".c")
             if prog not in progs:
                 progs[prog] = None

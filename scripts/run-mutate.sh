@@ -27,7 +27,8 @@ prepare  check out the series in $MUT_OUT/linux (a worktree of
          write mutants/generated.tsv, build the UML KUnit kernel, the
          debug guest kernel, the selftests and the initramfs there, and
          in $MUT_OUT/fast the same guest without sanitizers
-         (config/nodebug.config), for the posted layer's sweep
+         (config/nodebug.config) with the LTP and liburing tests of
+         external/, for the posted layer's sweep and the suites'
 prepare-kunit  only the mutant tree and the UML KUnit kernel (enough
          for 'kunit')
 kunit    one UML boot per mutant (all, or the IDs given), results in
@@ -35,12 +36,14 @@ kunit    one UML boot per mutant (all, or the IDs given), results in
 guest    the kselftests (-m64) in the guest, one run per mutant, many
          mutants a boot: GUEST_LAYER=posted (default) the posted
          programs on every mutant, GUEST_LAYER=proof the proof layer's
-         on the mutants nothing has killed yet
+         on the mutants nothing has killed yet; GUEST_LAYER=suites the
+         LTP and liburing tests on the mutants that the kselftest cases
+         they were written from killed (mutants/moved.tsv)
 report   mutants/results.tsv and the scores (scripts/mutate-sweep.py report)
 seed     on a machine without $MUT_OUT/kunit.tsv and guest-posted.tsv, write them
          from mutants/results.tsv, so that kunit and guest re-run only
          the IDs given and report keeps the recorded verdicts
-all      prepare, kunit, guest (posted, then proof), report (make mutate)
+all      prepare, kunit, guest (posted, proof, suites), report (make mutate)
 sample   make check's short mode: the mutant tree and its UML KUnit kernel
          in $OUT_DIR/mut-check, then KUnit on SAMPLE (default 12)
          mutants spread over mutants/results.tsv, each of which must get
@@ -99,25 +102,31 @@ prepare_kunit() {
 		--make_options="CC=$KCC" "${KUNIT_KCONFIG_ADD[@]}")
 }
 
-# The guest of OUT_DIR @1 on the mutant tree: kernel, selftests, initramfs.
+# The guest of OUT_DIR @1 on the mutant tree: kernel, selftests, with
+# @2 = suites the LTP and liburing tests, initramfs.
 prepare_guest() {
-	local dir=$1
+	local dir=$1 suites=${2:-}
 
 	OUT_DIR=$dir "$REPO_DIR/scripts/build-kernel.sh"
 	OUT_DIR=$dir "$REPO_DIR/scripts/build-selftests.sh"
+	if [ "$suites" = suites ]; then
+		OUT_DIR=$dir "$REPO_DIR/scripts/build-ltp-tests.sh"
+		OUT_DIR=$dir "$REPO_DIR/scripts/build-liburing-tests.sh"
+	fi
 	OUT_DIR=$dir "$REPO_DIR/scripts/make-initramfs.sh"
 }
 
 prepare() {
 	prepare_kunit
 	prepare_guest "$MUT_OUT"
-	# The posted layer's guest, without sanitizers: the same tree.
+	# The guest of the posted layer and of the suites (GUEST_LAYER=posted,
+	# suites), without sanitizers: the same tree.
 	mkdir -p "$MUT_OUT/fast"
 	ln -sfn ../linux "$MUT_OUT/fast/linux"
 	cp "$MUT_OUT/base-commit" "$MUT_OUT/$(basename "$SERIES_APPLIED_FILE")" "$MUT_OUT/fast/"
 	DEBUG_CONFIG="$REPO_DIR/config/nodebug.config" \
 		EXTRA_CONFIGS="$REPO_DIR/config/hung-task.config" \
-		prepare_guest "$MUT_OUT/fast"
+		prepare_guest "$MUT_OUT/fast" suites
 }
 
 main() {
@@ -149,6 +158,7 @@ main() {
 		"$REPO_DIR/scripts/mutate-sweep.py" kunit
 		GUEST_LAYER=posted "$REPO_DIR/scripts/mutate-sweep.py" guest
 		GUEST_LAYER=proof "$REPO_DIR/scripts/mutate-sweep.py" guest
+		GUEST_LAYER=suites "$REPO_DIR/scripts/mutate-sweep.py" guest
 		"$REPO_DIR/scripts/mutate-sweep.py" report ;;
 	*) usage >&2; exit 1 ;;
 	esac

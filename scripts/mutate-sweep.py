@@ -95,7 +95,8 @@ RACE_ONLY = os.path.join(REPO, "mutants", "race-only.tsv")
 MOVED = os.path.join(REPO, "mutants", "moved.tsv")
 # The other projects' suites the postings add tests to (external/). Their
 # killers are "<suite>:<test>" (":SKIP" when the test skipped).
-SUITES = ("ltp", "liburing")
+SUITES = tuple(sorted(d for d in os.listdir(os.path.join(REPO, "external"))
+                     if os.path.isdir(os.path.join(REPO, "external", d))))
 RESULTS = os.path.join(REPO, "mutants", "results.tsv")
 KUNIT_TSV = os.path.join(MUT, "kunit.tsv")
 # Two guest sweeps (GUEST_LAYER), each with its result file: the posted
@@ -898,7 +899,7 @@ def by_destination(live, killers, cases, programs):
     (<suite>:<test>), or a kill of the kselftest case a test was written
     from (mutants/moved.tsv) where the suites did not run (killers()
     drops the moved cases where they did)."""
-    moved = [r for r in read_tsv(os.path.join(REPO, "mutants", "moved.tsv")) if len(r) >= 2]
+    moved = [r for r in read_tsv(MOVED) if len(r) >= 2]
 
     def dest(k):
         if layer_of(k, cases, programs) != "posted":

@@ -12,7 +12,8 @@ $(error OUT_DIR must not be /)
 endif
 # Settings the scripts read (make help lists them).
 export OUT_DIR KERNEL_TREE KERNEL_BASE JOBS FORCE QEMU_APPEND EPOLL_CACHE_DIR \
-	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK \
+	DURATION SEED KCSAN BENCH_BOOTS BENCH_ICOUNT BENCH_SCALE BENCH_CHECK BENCH_SEED \
+	BENCH_SMP1_BOOTS BENCH_NATIVE_ROUNDS BENCH_PERF_REPS \
 	GUEST_JOBS GUEST_TESTS GUEST_PANIC GUEST_ARCH QEMU_CPU SUBMIT_FROM FRESH
 
 S := scripts
@@ -87,6 +88,9 @@ help:
 	  '  BENCH_BOOTS   make bench: boots of each kernel (default: 5)' \
 	  '  BENCH_ICOUNT  make bench: QEMU -icount value (default: shift=1,sleep=off; none: no -icount)' \
 	  '  BENCH_SCALE   make bench: factor on the microbenchmarks'"'"' iteration counts (default: 1)' \
+	  '  BENCH_SEED    make bench: seed of the boot and variant orders, printed in the report (default: 1)' \
+	  '  BENCH_SMP1_BOOTS     make bench: boots of the patched kernel with one vCPU (default: BENCH_BOOTS)' \
+	  '  BENCH_NATIVE_ROUNDS  make bench: rounds of the server on this host'"'"'s kernel (default: BENCH_BOOTS)' \
 	  '  PROTON_VERSION  make event-loop: Debian'"'"'s qpid-proton source version (default: 0.37.0-2)' \
 	  '  SEND=1        make submit: really send the mails (git send-email)' \
 	  '  POSTING       make submit, make mail-roundtrip: only this posting (fixes, ..., ltp, liburing; default: all)' \
@@ -194,8 +198,8 @@ mutate:
 stress:
 	$(S)/run-stress.sh
 
-## make bench   base vs patched kernel (non-debug) in interleaved boots under -icount, and the
-##               epoll_server variants: tables, JSON and plot in results/bench/
+## make bench   four kernels (non-debug) in boots of a seeded random order under -icount: every
+##               epoll_server variant, natively too; the costs; tables, JSON, plots in results/bench/
 bench:
 	@start=$$(date +%s); \
 	$(S)/install-deps.sh && \

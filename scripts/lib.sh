@@ -640,3 +640,14 @@ install_suite_runner() {
 	chmod 0755 "$dest/run"
 	printf '%s\n' "$4" > "$dest/tests"
 }
+
+# The words @3... in an order drawn from seed @1 and tag @2: the same seed
+# and tag give the same order on every run and every host (make bench's
+# boots and variants, scripts/run-bench-native.sh's rounds).
+seeded_shuffle() {
+	python3 -c 'import random, sys
+r = random.Random(sys.argv[1] + ":" + sys.argv[2])
+w = sys.argv[3:]
+r.shuffle(w)
+print(" ".join(w))' "$@"
+}

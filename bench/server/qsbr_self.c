@@ -83,9 +83,10 @@ static void qs_free(struct server *s, struct conn *c)
  */
 static struct conn *qs_start(struct server *s, struct qs_server *q)
 {
+	uint64_t need[MAX_WORKERS];
 	struct conn *done = NULL, *tail;
+	int i, live;
 	bool ended;
-	int i;
 
 	while (!q->active && q->next) {
 		q->batch = q->next;
@@ -94,19 +95,26 @@ static struct conn *qs_start(struct server *s, struct qs_server *q)
 		q->next = q->next_tail = NULL;
 		q->next_len = 0;
 		q->active = true;
-		atomic_store(&q->remaining, s->o.workers);
-		for (i = 0; i < s->o.workers; i++)
-			atomic_store(&q->need[i], qsbr_need(&s->workers[i]));
-		atomic_thread_fence(memory_order_seq_cst);
-		ended = false;
+		/*
+		 * A worker that has ended needs nothing (0). The count is set
+		 * before any need is published: a worker may claim its need
+		 * the moment it is stored, and the look below must then not
+		 * count that worker again.
+		 */
+		live = 0;
 		for (i = 0; i < s->o.workers; i++) {
-			uint64_t n = atomic_load(&q->need[i]);
-
-			if (!n)		/* the worker has ended */
-				ended |= atomic_fetch_sub(&q->remaining, 1) == 1;
-			else if (qsbr_passed(&s->workers[i], n, false) && qs_claim(q, i, n))
-				ended = true;
+			need[i] = qsbr_need(&s->workers[i]);
+			live += need[i] != 0;
 		}
+		atomic_store(&q->remaining, live);
+		for (i = 0; i < s->o.workers; i++)
+			atomic_store(&q->need[i], need[i]);
+		atomic_thread_fence(memory_order_seq_cst);
+		ended = !live;
+		for (i = 0; i < s->o.workers; i++)
+			if (need[i] && qsbr_passed(&s->workers[i], need[i], false) &&
+			    qs_claim(q, i, need[i]))
+				ended = true;
 		if (!ended)
 			break;
 		tail->next = done;

@@ -706,7 +706,7 @@ unset multiplot
 SWEEP_GNUPLOT = r'''
 set terminal pngcairo size 1600,{height} font "DejaVu Sans,10" noenhanced
 set output "{png}"
-set multiplot layout {nrows},3 title "epoll_server sweep: median and range [min-max] over boots; points of a setting are spread apart to show each range" font ",12"
+set multiplot layout {nrows},3 title "epoll_server sweep: median and range [min-max] over boots; each setting's points are spread apart so that every range shows" font ",12"
 set grid lc rgb "#dddddd"
 set key outside right top vertical font ",8"
 set xtics ({xtics}) rotate by -25 font ",8"
@@ -778,24 +778,27 @@ def sweep_plot(rdir, pdir, sweeps):
         variants = [v for v in VARIANTS if any(r['variant'] == v for r in rows)]
         data = os.path.join(pdir, f'sweep-{setup}.dat')
         with open(data, 'w') as f:
-            for vi, v in enumerate(variants):
+            for v in variants:
                 f.write(f'# {v}\n')
-                for r in rows:
-                    if r['variant'] != v:
-                        continue
+                vi = VARIANTS.index(v)
+                mine = [r for r in rows if r['variant'] == v and
+                        (r['clients'], r['churn'], r['workers']) in points]
+                for r in sorted(mine, key=lambda r: points.index(
+                        (r['clients'], r['churn'], r['workers']))):
                     key = (r['clients'], r['churn'], r['workers'])
-                    if key not in points:
-                        continue
-                    x = points.index(key) + (vi - len(variants) / 2) * 0.05
+                    x = points.index(key) + (vi - len(VARIANTS) / 2) * 0.05
                     f.write(f'{x:.3f} ' + ' '.join(
                         f"{r[m]['median']:.3f} {r[m]['min']:.3f} {r[m]['max']:.3f}"
                         for m in titles) + '\n')
                 f.write('\n\n')
         for mi, m in enumerate(titles):
             col = 2 + 3 * mi
+            # The settings are categories, not a scale: points, no lines;
+            # a variant keeps its colour and mark in every panel.
             plots = ', '.join(
-                f'"{data}" index {vi} using 1:{col}:{col + 1}:{col + 2} with yerrorlines '
-                f'title "{v}"' for vi, v in enumerate(variants))
+                f'"{data}" index {vi} using 1:{col}:{col + 1}:{col + 2} with yerrorbars '
+                f'lc {VARIANTS.index(v) + 1} pt {VARIANTS.index(v) + 1} ps 1.2 title "{v}"'
+                for vi, v in enumerate(variants))
             log = 'set logscale y' if m == 'held_mean_bytes' else 'unset logscale y'
             panels.append(f'{log}\nset title "{SETUP_NAMES[setup]}: {titles[m]}"\nplot {plots}')
     script = SWEEP_GNUPLOT.format(

@@ -510,14 +510,14 @@ def text(meta, boots, native, kernels, srv, sweeps, cal, gaps, wrows, winrows, m
             continue
         out.append(f'Part 2: the sweep, {SETUP_NAMES[setup]}: connections x churn (retired '
                    'after N requests), then workers; median [min-max]')
-        out.append(f"{'variant':<16}{'w':>2}{'conns':>6}{'churn':>6}{'req/s':>20}"
-                   f"{'CPU us/req':>19}{'p99 us':>20}{'retired B':>19}{'uaf':>5}")
+        out.append(f"{'variant':<16}{'w':>2}{'conns':>6}{'churn':>6}{'req/s':>22}"
+                   f"{'CPU us/req':>19}{'p99 us':>22}{'retired B':>22}{'uaf':>7}")
         for r in rows:
             out.append(f"{r['variant']:<16}{r['workers']:>2}{r['clients']:>6}{r['churn']:>6}"
-                       f"{fmt_range(r['rps'], '{:.0f}'):>20}"
+                       f"{fmt_range(r['rps'], '{:.0f}'):>22}"
                        f"{fmt_range(r['cpu_us_per_request'], '{:.1f}'):>19}"
-                       f"{fmt_range(r['p99_us'], '{:.0f}'):>20}"
-                       f"{fmt_range(r['held_mean_bytes'], '{:.0f}'):>19}{r['uaf_total']:>5}")
+                       f"{fmt_range(r['p99_us'], '{:.0f}'):>22}"
+                       f"{fmt_range(r['held_mean_bytes'], '{:.0f}'):>22}{r['uaf_total']:>7}")
         out.append('')
     out.append('Part 3: spurious wakeups of epoll_wait() sleepers per 1000 one-shot '
                'deliveries (bench/epoll_wakeups)')

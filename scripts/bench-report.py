@@ -308,6 +308,7 @@ def sweep_rows(server, setup):
             continue
         out.append({'variant': variant, 'workers': s[0], 'clients': s[1], 'churn': s[2],
                     'runs': len(runs), 'uaf_total': sum(int(r['uaf']) for r in runs),
+                    'wrong_total': sum(int(r.get('wrong', 0)) for r in runs),
                     **{m: stats([float(r.get(m, 0)) for r in runs]) for m in SWEEP_METRICS}})
     out.sort(key=lambda r: (VARIANTS.index(r['variant']) if r['variant'] in VARIANTS else 99,
                             r['workers'], r['clients'], r['churn']))
@@ -847,8 +848,9 @@ def main():
                      and (r['uaf_total'] or r['wrong_answers'])]
     for s, rows in sweeps.items():
         problems += [f"epoll_server sweep --retire={r['variant']} ({SETUP_NAMES[s]}): "
-                     f"{r['uaf_total']} use-after-free"
-                     for r in rows if r['variant'] not in UNSAFE and r['uaf_total']]
+                     f"{r['uaf_total']} use-after-free, {r['wrong_total']} wrong answers"
+                     for r in rows if r['variant'] not in UNSAFE
+                     and (r['uaf_total'] or r['wrong_total'])]
     problems += [f"epoll_wakeups on {r['kernel']}: a run failed" for r in wrows if not r['ok']]
     problems += [f"epoll_oneshot_window on {r['kernel']}: a run failed"
                  for r in winrows if not r['ok']]
